@@ -1,0 +1,60 @@
+// Arithmetic: add, mul, div and affine are primitives; sub, neg and the
+// scalar operators are compositions of them.
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+
+namespace sg {
+
+// a: (...), b: (...) broadcast -> out: broadcast shape.
+// Each gradient is summed back over the axes its input was broadcast along.
+Tensor add(const Tensor& a, const Tensor& b) {
+  return record("add", core::add(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+    return {a.requires_grad() ? core::sum_to(g, a.shape()) : Tensor(),
+            b.requires_grad() ? core::sum_to(g, b.shape()) : Tensor()};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return record("mul", core::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+    return {a.requires_grad() ? core::sum_to(core::mul(g, b), a.shape()) : Tensor(),
+            b.requires_grad() ? core::sum_to(core::mul(g, a), b.shape()) : Tensor()};
+  });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = core::div(a, b);
+  // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
+  return record("div", out, {a, b}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
+    Tensor g_over_b = core::div(g, b);
+    return {a.requires_grad() ? core::sum_to(g_over_b, a.shape()) : Tensor(),
+            b.requires_grad() ? core::sum_to(core::neg(core::mul(g_over_b, q)), b.shape())
+                              : Tensor()};
+  });
+}
+
+Tensor affine(const Tensor& x, double alpha, double beta) {
+  return record("affine", core::affine(x, alpha, beta), {x}, [alpha](const Tensor& g) -> Grads {
+    return {core::affine(g, alpha, 0)};
+  });
+}
+
+Tensor neg(const Tensor& x) { return affine(x, -1.0); }
+Tensor sub(const Tensor& a, const Tensor& b) { return add(a, neg(b)); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& x, double s) { return affine(x, 1.0, s); }
+Tensor operator+(double s, const Tensor& x) { return affine(x, 1.0, s); }
+Tensor operator-(const Tensor& x, double s) { return affine(x, 1.0, -s); }
+Tensor operator-(double s, const Tensor& x) { return affine(x, -1.0, s); }
+Tensor operator*(const Tensor& x, double s) { return affine(x, s); }
+Tensor operator*(double s, const Tensor& x) { return affine(x, s); }
+Tensor operator/(const Tensor& x, double s) {
+  if (s == 0) fail("div: division of a tensor of shape ", x.shape(), " by the scalar 0");
+  return affine(x, 1.0 / s);
+}
+
+}  // namespace sg

@@ -1,0 +1,63 @@
+// Cross-entropy over logits through a fused log-softmax: never forms
+// softmax probabilities that could underflow before the log.
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+
+namespace sg {
+
+// logits: (..., C) viewed as (N, C); targets: (...) int64 viewed as (N).
+// loss = -(1/M) sum over the M rows with target != ignore_index of
+//        log_softmax(logits[n])[target[n]]
+// Backward: dlogits[n] = (softmax(logits[n]) - onehot(target[n])) * g / M,
+// and 0 on ignored rows.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  if (logits.dim() < 1) fail("cross_entropy: logits must have a class axis, got ", logits.shape());
+  if (targets.dtype() != int64)
+    fail("cross_entropy: targets must be int64, got ", targets.dtype(), " ", targets.shape());
+  const Shape expected(logits.shape().begin(), logits.shape().end() - 1);
+  if (targets.shape() != expected)
+    fail("cross_entropy: targets of shape ", targets.shape(), " for logits of shape ",
+         logits.shape(), ": expected ", expected);
+  const int64_t classes = logits.shape().back(), rows = targets.numel();
+  const int64_t* t = targets.data<int64_t>();
+  int64_t counted = 0;
+  for (int64_t n = 0; n < rows; ++n) {
+    if (t[n] == ignore_index) continue;
+    if (t[n] < 0 || t[n] >= classes)
+      fail("cross_entropy: target ", t[n], " at position ", n, " is outside [0, ", classes,
+           ") for logits of shape ", logits.shape(), " (ignore_index is ", ignore_index, ")");
+    ++counted;
+  }
+  const Tensor logp = core::log_softmax(logits);  // (N, C), kept for backward
+  Tensor loss = empty({}, logits.dtype());
+  visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    const T* lp = logp.data<T>();
+    double total = 0;
+    for (int64_t n = 0; n < rows; ++n)
+      if (t[n] != ignore_index) total -= lp[n * classes + t[n]];
+    *loss.data<T>() = static_cast<T>(counted ? total / static_cast<double>(counted) : 0.0);
+  });
+  return record("cross_entropy", loss, {logits, targets},
+                [logp, targets, ignore_index, counted](const Tensor& g) -> Grads {
+    Tensor d = empty(logp.shape(), logp.dtype());
+    const int64_t classes = logp.shape().back(), rows = targets.numel();
+    const int64_t* t = targets.data<int64_t>();
+    visit_floating(logp.dtype(), "cross_entropy", [&](auto tag) {
+      using T = decltype(tag);
+      const T* lp = logp.data<T>();
+      T* dp = d.data<T>();
+      const T scale = counted ? g.item<T>() / static_cast<T>(counted) : T(0);
+      for (int64_t n = 0; n < rows; ++n) {
+        const bool ignored = t[n] == ignore_index;
+        for (int64_t c = 0; c < classes; ++c)
+          dp[n * classes + c] = ignored ? T(0) : (std::exp(lp[n * classes + c]) - (c == t[n])) * scale;
+      }
+    });
+    return {d, Tensor()};
+  });
+}
+
+}  // namespace sg

@@ -1,0 +1,116 @@
+#include "autograd/gradcheck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "autograd/node.hpp"
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+#include "core/random.hpp"
+
+namespace sg {
+namespace {
+
+Shape unravel(int64_t index, const Shape& shape) {
+  Shape c(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    c[k] = index % shape[k];
+    index /= shape[k];
+  }
+  return c;
+}
+
+// L = sum(y * w) in double, y evaluated without recording a graph.
+double projected(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const Tensor& w) {
+  NoGradGuard no_grad;
+  const Tensor y = fn(inputs);
+  return core::sum(core::mul(y, w)).item<double>();
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& opt) {
+  GradcheckResult r;
+  r.name = opt.name;
+  r.atol = opt.atol;
+  r.rtol = opt.rtol;
+  std::vector<Tensor> x;
+  for (const Tensor& in : inputs) {
+    r.input_shapes.push_back(in.shape());
+    if (is_floating(in.dtype()))
+      x.push_back(core::to(in, float64).set_requires_grad(true));
+    else
+      x.push_back(in);
+  }
+
+  const Tensor y = fn(x);
+  if (y.dtype() != float64)
+    fail("gradcheck(", opt.name, "): fn returned ", y.dtype(), " ", y.shape(),
+         "; it must compute in float64 from the inputs it is given");
+  if (!y.requires_grad())
+    fail("gradcheck(", opt.name, "): the output of shape ", y.shape(),
+         " does not depend on any input through differentiable ops");
+  Generator gen(opt.seed);
+  const Tensor w = randn(y.shape(), gen, float64);
+  backward(sum(mul(y, w)));
+
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!is_floating(x[i].dtype())) continue;
+    const int64_t n = x[i].numel();
+    std::vector<int64_t> which(static_cast<size_t>(n));
+    std::iota(which.begin(), which.end(), 0);
+    if (n > opt.max_elements) {  // a seeded sample, without repeats
+      for (int64_t k = 0; k < opt.max_elements; ++k)
+        std::swap(which[static_cast<size_t>(k)], which[static_cast<size_t>(gen.randint(k, n))]);
+      which.resize(static_cast<size_t>(opt.max_elements));
+      std::sort(which.begin(), which.end());
+    }
+    const Tensor grad = x[i].grad();
+    double* data = x[i].data<double>();
+    for (int64_t j : which) {
+      const double saved = data[j];
+      data[j] = saved + opt.eps;
+      const double plus = projected(fn, x, w);
+      data[j] = saved - opt.eps;
+      const double minus = projected(fn, x, w);
+      data[j] = saved;
+      const double numeric = (plus - minus) / (2 * opt.eps);
+      const double analytic = grad.defined() ? grad.data<double>()[j] : 0.0;
+      const double error = std::fabs(analytic - numeric);
+      ++r.checked;
+      r.max_error = std::max(r.max_error, error);
+      if (!(error <= opt.atol + opt.rtol * std::fabs(numeric))) {  // NaN fails too
+        r.ok = false;
+        ++r.failed;
+        if (static_cast<int>(r.mismatches.size()) < opt.max_reported)
+          r.mismatches.push_back({i, j, unravel(j, x[i].shape()), analytic, numeric, error});
+      }
+    }
+  }
+  return r;
+}
+
+std::string GradcheckResult::report() const {
+  std::ostringstream os;
+  if (ok) {
+    os << "gradcheck passed for '" << name << "': " << checked << " elements of "
+       << input_shapes.size() << " inputs, max error " << max_error;
+    return os.str();
+  }
+  os << "gradcheck failed for '" << name << "': " << failed << " of " << checked
+     << " elements differ (atol " << atol << ", rtol " << rtol << ")";
+  for (const auto& m : mismatches)
+    os << "\n  input " << m.input << " " << input_shapes[m.input] << ", element " << m.index << " "
+       << m.coords << ": analytic " << m.analytic << ", numeric " << m.numeric << ", error "
+       << m.error;
+  if (failed > static_cast<int64_t>(mismatches.size()))
+    os << "\n  ... and " << failed - static_cast<int64_t>(mismatches.size()) << " more";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const GradcheckResult& r) { return os << r.report(); }
+
+}  // namespace sg

@@ -1,0 +1,62 @@
+#pragma once
+// gradcheck: compares the gradients backward() computes with central
+// differences, in float64. Check your own op or layer in three lines:
+//
+//   auto fn = [](const std::vector<sg::Tensor>& in) { return my_op(in[0], in[1]); };
+//   sg::GradcheckResult r = sg::gradcheck(fn, {sg::randn({3, 4}), sg::randn({4})});
+//   std::cout << r;  // in a Catch2 test: REQUIRE(r) prints this report on failure
+//
+// How it works: every floating input is copied to float64 with requires_grad.
+// A non-scalar output y is reduced to L = sum(y * w) with fixed random weights
+// w, so one backward pass checks every output. Then for each input element
+// (or a seeded random sample of them, for large inputs) the numeric gradient
+// (L(x + eps) - L(x - eps)) / (2 eps) is compared with the analytic one:
+// an element fails when |analytic - numeric| > atol + rtol * |numeric|.
+// `fn` must be deterministic (dropout off) and build its result from its
+// inputs only in float64 (a module must be converted to float64 first).
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace sg {
+
+struct GradcheckOptions {
+  std::string name = "fn";           // the op or module, for the report
+  double eps = 1e-6;                 // central-difference step
+  double atol = 1e-6;
+  double rtol = 1e-5;
+  int64_t max_elements = 2000;       // per input; above this a random sample is checked
+  uint64_t seed = 0;                 // for the output weights w and the sample
+  int max_reported = 5;              // mismatches listed in the report
+};
+
+struct GradcheckMismatch {
+  size_t input;      // which input
+  int64_t index;     // flat element index in it
+  Shape coords;      // the same index per axis
+  double analytic, numeric, error;
+};
+
+struct GradcheckResult {
+  bool ok = true;
+  std::string name;
+  int64_t checked = 0;  // elements compared
+  int64_t failed = 0;   // elements outside tolerance
+  double max_error = 0;
+  double atol = 0, rtol = 0;
+  std::vector<Shape> input_shapes;
+  std::vector<GradcheckMismatch> mismatches;  // the first few
+  std::string report() const;
+  explicit operator bool() const { return ok; }
+};
+std::ostream& operator<<(std::ostream& os, const GradcheckResult& r);
+
+using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options = {});
+
+}  // namespace sg

@@ -1,0 +1,84 @@
+// Layer normalisation over the last axis, one fused kernel each way.
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+#include "core/runtime.hpp"
+
+namespace sg {
+
+// x: (..., D) viewed as (N, D); gamma, beta: (D) -> y: (..., D).
+//   mean[n] = sum_d x / D,  rstd[n] = 1 / sqrt(sum_d (x - mean)^2 / D + eps)
+//   y = (x - mean) * rstd * gamma + beta
+// mean and rstd (N values each) are kept for the backward pass.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  if (x.dim() == 0) fail("layer_norm: needs at least one axis, got a scalar");
+  const int64_t dim = x.shape().back();
+  if (gamma.shape() != Shape{dim} || beta.shape() != Shape{dim})
+    fail("layer_norm: gamma ", gamma.shape(), " and beta ", beta.shape(), " must be (", dim,
+         ") for input ", x.shape());
+  check_same_dtype(x, gamma, "layer_norm");
+  check_same_dtype(x, beta, "layer_norm");
+  if (!(eps > 0)) fail("layer_norm: eps must be positive, got ", eps);
+  const int64_t rows = dim == 0 ? 0 : x.numel() / dim;
+  Tensor out = empty(x.shape(), x.dtype());
+  Tensor mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
+  visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.data<T>(), *gm = gamma.data<T>(), *bt = beta.data<T>();
+    T *o = out.data<T>(), *mu = mean.data<T>(), *rs = rstd.data<T>();
+#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = in + r * dim;
+      T s = 0;
+      for (int64_t d = 0; d < dim; ++d) s += xr[d];
+      const T m = s / T(dim);
+      T v = 0;
+      for (int64_t d = 0; d < dim; ++d) v += (xr[d] - m) * (xr[d] - m);
+      const T inv = T(1) / std::sqrt(v / T(dim) + T(eps));
+      for (int64_t d = 0; d < dim; ++d) o[r * dim + d] = (xr[d] - m) * inv * gm[d] + bt[d];
+      mu[r] = m;
+      rs[r] = inv;
+    }
+  });
+
+  // With xhat = (x - mean) * rstd and gx = g * gamma, per row:
+  //   dx = rstd * (gx - mean_d(gx) - xhat * mean_d(gx * xhat))
+  //   dgamma = sum_rows g * xhat,  dbeta = sum_rows g
+  return record("layer_norm", out, {x, gamma, beta}, [x, gamma, beta, mean, rstd](const Tensor& g) -> Grads {
+    const int64_t dim = x.shape().back(), rows = mean.numel();
+    Tensor dx = empty(x.shape(), x.dtype());
+    Tensor dgamma = zeros_like(gamma), dbeta = zeros_like(beta);
+    visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
+      using T = decltype(tag);
+      const T *in = x.data<T>(), *gm = gamma.data<T>(), *gp = g.data<T>();
+      const T *mu = mean.data<T>(), *rs = rstd.data<T>();
+      T *dxp = dx.data<T>(), *dg = dgamma.data<T>(), *db = dbeta.data<T>();
+#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const T *xr = in + r * dim, *gr = gp + r * dim;
+        T sum_gx = 0, sum_gx_xhat = 0;
+        for (int64_t d = 0; d < dim; ++d) {
+          const T xhat = (xr[d] - mu[r]) * rs[r], gx = gr[d] * gm[d];
+          sum_gx += gx;
+          sum_gx_xhat += gx * xhat;
+        }
+        const T mean_gx = sum_gx / T(dim), mean_gx_xhat = sum_gx_xhat / T(dim);
+        for (int64_t d = 0; d < dim; ++d) {
+          const T xhat = (xr[d] - mu[r]) * rs[r];
+          dxp[r * dim + d] = rs[r] * (gr[d] * gm[d] - mean_gx - xhat * mean_gx_xhat);
+        }
+      }
+      // Parameter gradients sum over rows: one pass, in row order (deterministic).
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t d = 0; d < dim; ++d) {
+          const T gv = gp[r * dim + d];
+          dg[d] += gv * (in[r * dim + d] - mu[r]) * rs[r];
+          db[d] += gv;
+        }
+    });
+    return {dx, dgamma, dbeta};
+  });
+}
+
+}  // namespace sg

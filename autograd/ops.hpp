@@ -1,0 +1,109 @@
+#pragma once
+// The differentiable ops (namespace sg). Each computes its value with the
+// graph-free kernels in sg::core and, when an input requires grad, records a
+// node whose backward is written right under the forward in the op's file:
+//
+//   autograd/arithmetic.cpp  add, mul, div, affine (scalar), and compositions
+//   autograd/unary.cpp       exp, log, sqrt, tanh, sigmoid, relu, abs, pow, gelu
+//   autograd/reduce.cpp      sum, mean, max
+//   autograd/shape.cpp       reshape, permute, transpose, slice, concat
+//   autograd/matmul.cpp      matmul (2-D and batched)
+//   autograd/softmax.cpp     softmax, log_softmax, masked_softmax
+//   autograd/embedding.cpp   embedding (row gather, scatter-add backward)
+//   autograd/layer_norm.cpp  layer_norm (fused)
+//   autograd/dropout.cpp     dropout
+//   autograd/cross_entropy.cpp cross_entropy (fused log-softmax)
+//
+// Ops that are compositions of others (sub, neg, mean, scalar arithmetic,
+// gelu, dropout) have no backward of their own.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+
+namespace sg {
+
+// ---- arithmetic, broadcasting like NumPy ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+// x * alpha + beta with plain numbers: how scalars enter the graph.
+Tensor affine(const Tensor& x, double alpha, double beta = 0);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& x, double s);
+Tensor operator+(double s, const Tensor& x);
+Tensor operator-(const Tensor& x, double s);
+Tensor operator-(double s, const Tensor& x);
+Tensor operator*(const Tensor& x, double s);
+Tensor operator*(double s, const Tensor& x);
+Tensor operator/(const Tensor& x, double s);
+
+// ---- elementwise ----
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor abs(const Tensor& x);  // gradient sign(x), 0 at 0
+Tensor pow(const Tensor& x, double exponent);
+Tensor gelu(const Tensor& x);  // tanh approximation
+
+// ---- reductions ----
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, int64_t axis, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int64_t axis, bool keepdim = false);
+// The gradient goes to the first maximum only (as argmax picks it).
+Tensor max(const Tensor& x);
+Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
+
+// ---- shape ----
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view; one -1 allowed
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+
+// ---- products ----
+// a: (..., M, K), b: (..., K, N) -> (..., M, N), batch axes broadcast;
+// transpose_a/b use a's or b's last two axes swapped, without a copy.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
+              bool transpose_b = false);
+
+// ---- softmax family, along the last axis ----
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+// scores: (B, Q, K). valid_lens (int64): undefined (no mask), (B) (one length
+// per batch row) or (B, Q) (one per query). As in Dive into Deep Learning,
+// masked scores are *replaced* by -1e6 before the softmax: masked keys get
+// zero weight and zero gradient, and a row whose valid length is 0 gets
+// uniform weights (not NaN). causal additionally masks every key after the
+// query's own position (key j > query i).
+Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal = false);
+
+// ---- layers' building blocks ----
+// weight: (V, D), ids (int64): (...) -> (..., D). Backward scatter-adds into weight.
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+// Normalises over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta,
+// gamma and beta of shape (D). One fused kernel; mean and 1/std are kept for backward.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
+// Zeroes each element with probability p and scales the rest by 1/(1-p);
+// the identity when !training or p == 0. p must be in [0, 1).
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
+Tensor dropout(const Tensor& x, double p, bool training);  // default generator
+// logits: (..., C), targets (int64): (...) -> mean over targets != ignore_index
+// of -log softmax(logits)[target]. 0 when every target is ignored.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+
+}  // namespace sg

@@ -1,0 +1,72 @@
+// Reductions: sum and max are primitives, mean is sum times 1/n.
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+
+namespace sg {
+namespace {
+// The shape x reduces to along axis with keepdim: the gradient's shape
+// before it broadcasts back over the reduced axis.
+Shape keepdim_shape(const Shape& s, int64_t axis) {
+  Shape k = s;
+  k[static_cast<size_t>(axis)] = 1;
+  return k;
+}
+}  // namespace
+
+// x: (...) -> (); every element's gradient is g.
+Tensor sum(const Tensor& x) {
+  return record("sum", core::sum(x), {x}, [x](const Tensor& g) -> Grads {
+    return {core::broadcast_to(g, x.shape())};
+  });
+}
+
+// x: (..., n, ...) -> the same without axis (or with it as 1 when keepdim).
+Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
+  axis = normalize_axis(axis, x.shape(), "sum");
+  return record("sum", core::sum(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
+    return {core::broadcast_to(core::reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
+  });
+}
+
+Tensor mean(const Tensor& x) {
+  if (x.numel() == 0) fail("mean: tensor of shape ", x.shape(), " is empty");
+  return sum(x) * (1.0 / static_cast<double>(x.numel()));
+}
+
+Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
+  axis = normalize_axis(axis, x.shape(), "mean");
+  const int64_t n = x.shape()[static_cast<size_t>(axis)];
+  if (n == 0) fail("mean: axis ", axis, " of shape ", x.shape(), " is empty");
+  return sum(x, axis, keepdim) * (1.0 / static_cast<double>(n));
+}
+
+// x: (..., n, ...) -> max along axis; the gradient goes to the first maximum.
+Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
+  axis = normalize_axis(axis, x.shape(), "max");
+  return record("max", core::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
+    // x viewed as (outer, n, inner); g and the argmax as (outer, inner).
+    const Tensor arg = core::argmax(x, axis, false);
+    Tensor dx = zeros_like(x);
+    const int64_t n = x.shape()[static_cast<size_t>(axis)];
+    int64_t in = 1;  // the inner extent: product of the axes after `axis`
+    for (size_t i = static_cast<size_t>(axis) + 1; i < x.shape().size(); ++i) in *= x.shape()[i];
+    const int64_t* idx = arg.data<int64_t>();
+    visit_floating(x.dtype(), "max", [&](auto tag) {
+      using T = decltype(tag);
+      const T* gp = g.data<T>();
+      T* d = dx.data<T>();
+      for (int64_t k = 0; k < arg.numel(); ++k) {
+        const int64_t o = k / in, i = k % in;
+        d[(o * n + idx[k]) * in + i] += gp[k];
+      }
+    });
+    return {dx};
+  });
+}
+
+Tensor max(const Tensor& x) {
+  if (x.numel() == 0) fail("max: tensor of shape ", x.shape(), " is empty");
+  return reshape(max(reshape(x, {x.numel()}), 0, false), {});
+}
+
+}  // namespace sg

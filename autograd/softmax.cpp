@@ -1,0 +1,102 @@
+// Softmax family along the last axis.
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+#include "core/runtime.hpp"
+
+namespace sg {
+
+// x: (..., n) -> y: (..., n). dx = y * (g - sum(g * y)) per row.
+Tensor softmax(const Tensor& x) {
+  Tensor out = core::softmax(x);
+  return record("softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    const Tensor gy = core::mul(g, y);
+    return {core::sub(gy, core::mul(y, core::sum(gy, -1, true)))};
+  });
+}
+
+// x: (..., n) -> x - logsumexp(x). dx = g - softmax(x) * sum(g) per row.
+Tensor log_softmax(const Tensor& x) {
+  Tensor out = core::log_softmax(x);
+  return record("log_softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    return {core::sub(g, core::mul(core::exp(y), core::sum(g, -1, true)))};
+  });
+}
+
+namespace {
+
+// The valid length of every (b, q) row: from valid_lens (B) or (B, Q), with
+// the causal limit applied; K (all keys) when there is no mask.
+std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens, bool causal) {
+  const int64_t batch = scores.shape()[0], queries = scores.shape()[1], keys = scores.shape()[2];
+  std::vector<int64_t> len(static_cast<size_t>(batch * queries), keys);
+  if (valid_lens.defined()) {
+    if (valid_lens.dtype() != int64)
+      fail("masked_softmax: valid_lens must be int64, got ", valid_lens.dtype(), " ", valid_lens.shape());
+    const bool per_batch = valid_lens.shape() == Shape{batch};
+    if (!per_batch && valid_lens.shape() != Shape{batch, queries})
+      fail("masked_softmax: valid_lens of shape ", valid_lens.shape(), " for scores of shape ",
+           scores.shape(), ": expected (", batch, ") or (", batch, ", ", queries, ")");
+    const int64_t* v = valid_lens.data<int64_t>();
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t q = 0; q < queries; ++q) {
+        const int64_t n = per_batch ? v[b] : v[b * queries + q];
+        if (n < 0 || n > keys)
+          fail("masked_softmax: valid length ", n, " at batch ", b, (per_batch ? "" : detail::cat(", query ", q)),
+               " is outside [0, ", keys, "] for scores of shape ", scores.shape());
+        len[static_cast<size_t>(b * queries + q)] = n;
+      }
+  }
+  if (causal)
+    for (int64_t r = 0; r < batch * queries; ++r)
+      len[static_cast<size_t>(r)] = std::min(len[static_cast<size_t>(r)], r % queries + 1);
+  return len;
+}
+
+}  // namespace
+
+// scores: (B, Q, K), valid_lens: none, (B) or (B, Q) -> weights: (B, Q, K).
+// Row r keeps keys [0, len[r]) and replaces the rest by -1e6, then softmax.
+// Backward: softmax's on the kept keys; replaced scores get zero gradient.
+Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal) {
+  if (scores.dim() != 3) fail("masked_softmax: scores must be (batch, queries, keys), got ", scores.shape());
+  const auto len = row_lengths(scores, valid_lens, causal);
+  const int64_t keys = scores.shape()[2], rows = scores.numel() / std::max<int64_t>(keys, 1);
+  Tensor out = empty(scores.shape(), scores.dtype());
+  visit_floating(scores.dtype(), "masked_softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = scores.data<T>();
+    T* y = out.data<T>();
+#pragma omp parallel for if (rows >= kParallelRows && scores.numel() >= kParallelElementwise / 4) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* in = x + r * keys;
+      T* o = y + r * keys;
+      const int64_t n = len[static_cast<size_t>(r)];
+      // -1e6 is the replacement value; it takes part in max and sum like any score.
+      T m = n < keys ? T(-1e6) : in[0];
+      for (int64_t j = 0; j < n; ++j) m = in[j] > m ? in[j] : m;
+      T total = 0;
+      for (int64_t j = 0; j < keys; ++j) {
+        o[j] = std::exp((j < n ? in[j] : T(-1e6)) - m);
+        total += o[j];
+      }
+      const T inv = T(1) / total;
+      for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
+    }
+  });
+  return record("masked_softmax", out, {scores}, [y = out.detach(), len, keys](const Tensor& g) -> Grads {
+    const Tensor gy = core::mul(g, y);
+    Tensor dx = core::sub(gy, core::mul(y, core::sum(gy, -1, true)));
+    visit_floating(dx.dtype(), "masked_softmax", [&](auto tag) {  // replaced scores: no gradient
+      using T = decltype(tag);
+      T* d = dx.data<T>();
+      for (size_t r = 0; r < len.size(); ++r)
+        for (int64_t j = len[r]; j < keys; ++j) d[static_cast<int64_t>(r) * keys + j] = 0;
+    });
+    return {dx};
+  });
+}
+
+}  // namespace sg

@@ -1,0 +1,75 @@
+// Elementwise functions. Where the derivative is cheapest from the output
+// (exp, sqrt, tanh, sigmoid), the backward captures the output's data
+// (out.detach(): the data without the node, so no reference cycle).
+#include "autograd/ops.hpp"
+#include "core/ops.hpp"
+
+namespace sg {
+
+// x: any shape -> same shape, for every op in this file.
+Tensor exp(const Tensor& x) {
+  Tensor out = core::exp(x);
+  return record("exp", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    return {core::mul(g, y)};  // d exp(x) = exp(x)
+  });
+}
+
+Tensor log(const Tensor& x) {
+  return record("log", core::log(x), {x}, [x](const Tensor& g) -> Grads {
+    return {core::div(g, x)};  // d log(x) = 1/x
+  });
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = core::sqrt(x);
+  return record("sqrt", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    return {core::div(core::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
+  });
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = core::tanh(x);
+  return record("tanh", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    // d tanh(x) = 1 - tanh(x)^2
+    return {core::mul(g, core::affine(core::mul(y, y), -1.0, 1.0))};
+  });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = core::sigmoid(x);
+  return record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+    // d sigmoid(x) = s (1 - s)
+    return {core::mul(g, core::mul(y, core::affine(y, -1.0, 1.0)))};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  return record("relu", core::relu(x), {x}, [x](const Tensor& g) -> Grads {
+    return {core::mul(g, core::gt(x, zeros({}, x.dtype())))};  // 1 where x > 0, else 0
+  });
+}
+
+Tensor abs(const Tensor& x) {
+  return record("abs", core::abs(x), {x}, [x](const Tensor& g) -> Grads {
+    const Tensor zero = zeros({}, x.dtype());
+    return {core::mul(g, core::sub(core::gt(x, zero), core::lt(x, zero)))};  // sign(x)
+  });
+}
+
+Tensor pow(const Tensor& x, double p) {
+  return record("pow", core::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
+    // d x^p = p x^(p-1)
+    Tensor d = p == 2 ? core::affine(x, 2.0, 0) : core::affine(core::pow(x, p - 1), p, 0);
+    return {core::mul(g, d)};
+  });
+}
+
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// A composition: its gradient comes from the ops it is made of.
+Tensor gelu(const Tensor& x) {
+  const double c = 0.7978845608028654;  // sqrt(2 / pi)
+  Tensor inner = (x + pow(x, 3.0) * 0.044715) * c;
+  return x * (tanh(inner) + 1.0) * 0.5;
+}
+
+}  // namespace sg

@@ -1,0 +1,52 @@
+// Softmax and log-softmax along the last axis, numerically stable: the row's
+// maximum is subtracted before exp, so no exp overflows.
+#include <cmath>
+
+#include "core/ops.hpp"
+#include "core/runtime.hpp"
+
+namespace sg::core {
+namespace {
+
+// x: (rows, n) -> out: (rows, n), each row independently.
+template <bool kLog>
+Tensor softmax_rows(const Tensor& x, const char* op) {
+  if (x.dim() == 0) fail(op, ": needs at least one axis, got a scalar");
+  Tensor out = empty(x.shape(), x.dtype());
+  const int64_t n = x.shape().back();
+  if (x.numel() == 0) return out;
+  const int64_t rows = x.numel() / n;
+  visit_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* in = src + r * n;
+      T* o = dst + r * n;
+      T m = in[0];
+      for (int64_t i = 1; i < n; ++i) m = in[i] > m ? in[i] : m;
+      T total = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const T e = std::exp(in[i] - m);
+        total += e;
+        if constexpr (!kLog) o[i] = e;
+      }
+      if constexpr (kLog) {
+        const T shift = m + std::log(total);
+        for (int64_t i = 0; i < n; ++i) o[i] = in[i] - shift;
+      } else {
+        const T inv = T(1) / total;
+        for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) { return softmax_rows<false>(x, "softmax"); }
+Tensor log_softmax(const Tensor& x) { return softmax_rows<true>(x, "log_softmax"); }
+
+}  // namespace sg::core

@@ -1,0 +1,154 @@
+// Tensor handles, shapes and creation functions.
+#include "core/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/ops.hpp"
+
+namespace sg {
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (axis < -rank || axis >= rank)
+    fail(op, ": axis ", axis, " out of range for a tensor of shape ", shape);
+  return axis < 0 ? axis + rank : axis;
+}
+
+TensorImpl& Tensor::checked() const {
+  if (!impl_) fail("tensor: use of an undefined tensor (default-constructed or moved from)");
+  return *impl_;
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  return shape()[static_cast<size_t>(normalize_axis(axis, shape(), "size"))];
+}
+
+void* Tensor::raw_data() const {
+  const TensorImpl& i = checked();
+  return static_cast<char*>(i.storage->data) + i.offset * static_cast<int64_t>(dtype_size(i.dtype));
+}
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  TensorImpl& i = checked();
+  if (on && !is_floating(i.dtype))
+    fail("set_requires_grad: an int64 tensor of shape ", i.shape, " cannot have gradients");
+  if (!on && i.node)
+    fail("set_requires_grad(false): tensor of shape ", i.shape,
+         " was made by an op; use detach() to cut it from the graph");
+  i.requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const TensorImpl& i = checked();
+  return i.grad ? Tensor(i.grad) : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  TensorImpl& i = checked();
+  if (g.defined() && (g.shape() != i.shape || g.dtype() != i.dtype))
+    fail("set_grad: gradient of shape ", g.shape(), " and dtype ", g.dtype(),
+         " for a tensor of shape ", i.shape, " and dtype ", i.dtype);
+  i.grad = g.impl_ptr();
+}
+
+Tensor Tensor::detach() const {
+  const TensorImpl& i = checked();
+  auto d = std::make_shared<TensorImpl>();
+  d->shape = i.shape;
+  d->dtype = i.dtype;
+  d->storage = i.storage;
+  d->offset = i.offset;
+  return Tensor(std::move(d));
+}
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.shape() != b.shape()) fail(op, ": shapes ", a.shape(), " and ", b.shape(), " differ");
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype() != b.dtype())
+    fail(op, ": dtypes differ: ", a.dtype(), " ", a.shape(), " and ", b.dtype(), " ", b.shape());
+}
+
+// ---- creation ----
+
+Tensor empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) fail("empty: negative dimension in shape ", shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(shape)) * dtype_size(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  core::fill_(t, value);
+  return t;
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw_data(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
+  return t;
+}
+
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    fail("arange: bad range start=", start, " end=", end, " step=", step);
+  const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((end - start) / step)));
+  Tensor t = empty({n}, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+  return t;
+}
+
+Tensor arange(int64_t end, DType dtype) { return arange(0, static_cast<double>(end), 1, dtype); }
+
+namespace {
+template <class S>
+Tensor from_values(const std::vector<S>& values, const Shape& shape, DType dtype) {
+  if (static_cast<int64_t>(values.size()) != numel(shape))
+    fail("from_vector: ", values.size(), " values do not fill shape ", shape, " (", numel(shape),
+         " elements)");
+  Tensor t = empty(shape, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<float>& v, const Shape& s) { return from_values(v, s, float32); }
+Tensor from_vector(const std::vector<double>& v, const Shape& s, DType d) { return from_values(v, s, d); }
+Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_values(v, s, int64); }
+Tensor tensor(std::initializer_list<float> values) {
+  return from_vector(std::vector<float>(values), {static_cast<int64_t>(values.size())});
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor c = empty(t.shape(), t.dtype());
+  std::memcpy(c.raw_data(), t.raw_data(), t.nbytes());
+  return c;
+}
+
+}  // namespace sg

@@ -1,0 +1,16 @@
+#pragma once
+// smallgrad: the one header a user includes.
+//
+//   #include <smallgrad.hpp>
+//
+// core/     tensors and graph-free kernels (sg::core), BLIS GEMM, threads
+// autograd/ the graph engine, differentiable ops (sg), gradcheck
+// nn/       modules, layers, losses, optimizers, checkpoints (sg::nn, sg::optim)
+#include "core/tensor.hpp"
+#include "core/ops.hpp"
+#include "core/gemm.hpp"
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "autograd/node.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/gradcheck.hpp"
