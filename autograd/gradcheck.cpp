@@ -23,32 +23,34 @@ Shape unravel(int64_t index, const Shape& shape) {
 }
 
 // L = sum(y * w) in double, y evaluated without recording a graph.
-double projected(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const Tensor& w) {
+double projected(const std::function<Tensor()>& fn, const Tensor& w) {
   NoGradGuard no_grad;
-  const Tensor y = fn(inputs);
+  const Tensor y = fn();
   return core::sum(core::mul(y, w)).item<double>();
 }
 
 }  // namespace
 
-GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
-                          const GradcheckOptions& opt) {
+GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::vector<Tensor>& leaves,
+                                 const std::vector<std::string>& labels, const GradcheckOptions& opt) {
   GradcheckResult r;
   r.name = opt.name;
   r.atol = opt.atol;
   r.rtol = opt.rtol;
-  std::vector<Tensor> x;
-  for (const Tensor& in : inputs) {
-    r.input_shapes.push_back(in.shape());
-    if (is_floating(in.dtype()))
-      x.push_back(core::to(in, float64).set_requires_grad(true));
-    else
-      x.push_back(in);
+  r.labels = labels;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    r.input_shapes.push_back(leaves[i].shape());
+    if (r.labels.size() <= i) r.labels.push_back("input " + std::to_string(i));
+    if (is_floating(leaves[i].dtype()) &&
+        (leaves[i].dtype() != float64 || !leaves[i].is_leaf() || !leaves[i].requires_grad()))
+      fail("gradcheck(", opt.name, "): ", r.labels[i], " of shape ", leaves[i].shape(),
+           " must be a float64 leaf that requires grad");
+    if (Tensor leaf = leaves[i]; is_floating(leaf.dtype())) leaf.set_grad(Tensor());  // fresh grads
   }
 
-  const Tensor y = fn(x);
-  if (y.dtype() != float64)
-    fail("gradcheck(", opt.name, "): fn returned ", y.dtype(), " ", y.shape(),
+  const Tensor y = fn();
+  if (!y.defined() || y.dtype() != float64)
+    fail("gradcheck(", opt.name, "): fn returned ", y.defined() ? dtype_name(y.dtype()) : "nothing",
          "; it must compute in float64 from the inputs it is given");
   if (!y.requires_grad())
     fail("gradcheck(", opt.name, "): the output of shape ", y.shape(),
@@ -57,9 +59,9 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   const Tensor w = randn(y.shape(), gen, float64);
   backward(sum(mul(y, w)));
 
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!is_floating(x[i].dtype())) continue;
-    const int64_t n = x[i].numel();
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!is_floating(leaves[i].dtype())) continue;  // int64 inputs (ids, lengths) are not varied
+    const int64_t n = leaves[i].numel();
     std::vector<int64_t> which(static_cast<size_t>(n));
     std::iota(which.begin(), which.end(), 0);
     if (n > opt.max_elements) {  // a seeded sample, without repeats
@@ -68,14 +70,14 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
       which.resize(static_cast<size_t>(opt.max_elements));
       std::sort(which.begin(), which.end());
     }
-    const Tensor grad = x[i].grad();
-    double* data = x[i].data<double>();
+    const Tensor grad = leaves[i].grad();
+    double* data = leaves[i].data<double>();
     for (int64_t j : which) {
       const double saved = data[j];
       data[j] = saved + opt.eps;
-      const double plus = projected(fn, x, w);
+      const double plus = projected(fn, w);
       data[j] = saved - opt.eps;
-      const double minus = projected(fn, x, w);
+      const double minus = projected(fn, w);
       data[j] = saved;
       const double numeric = (plus - minus) / (2 * opt.eps);
       const double analytic = grad.defined() ? grad.data<double>()[j] : 0.0;
@@ -86,11 +88,19 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
         r.ok = false;
         ++r.failed;
         if (static_cast<int>(r.mismatches.size()) < opt.max_reported)
-          r.mismatches.push_back({i, j, unravel(j, x[i].shape()), analytic, numeric, error});
+          r.mismatches.push_back({i, j, unravel(j, leaves[i].shape()), analytic, numeric, error});
       }
     }
   }
   return r;
+}
+
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& opt) {
+  std::vector<Tensor> x;  // float64 copies of the floating inputs; int64 ones as given
+  for (const Tensor& in : inputs)
+    x.push_back(is_floating(in.dtype()) ? core::to(in, float64).set_requires_grad(true) : in);
+  return gradcheck_leaves([&] { return fn(x); }, x, {}, opt);
 }
 
 std::string GradcheckResult::report() const {
@@ -103,7 +113,7 @@ std::string GradcheckResult::report() const {
   os << "gradcheck failed for '" << name << "': " << failed << " of " << checked
      << " elements differ (atol " << atol << ", rtol " << rtol << ")";
   for (const auto& m : mismatches)
-    os << "\n  input " << m.input << " " << input_shapes[m.input] << ", element " << m.index << " "
+    os << "\n  " << labels[m.input] << " " << input_shapes[m.input] << ", element " << m.index << " "
        << m.coords << ": analytic " << m.analytic << ", numeric " << m.numeric << ", error "
        << m.error;
   if (failed > static_cast<int64_t>(mismatches.size()))

@@ -35,7 +35,7 @@ struct GradcheckOptions {
 };
 
 struct GradcheckMismatch {
-  size_t input;      // which input
+  size_t input;      // which input (its label is labels[input])
   int64_t index;     // flat element index in it
   Shape coords;      // the same index per axis
   double analytic, numeric, error;
@@ -49,6 +49,7 @@ struct GradcheckResult {
   double max_error = 0;
   double atol = 0, rtol = 0;
   std::vector<Shape> input_shapes;
+  std::vector<std::string> labels;  // "input 0", ... or a parameter's name
   std::vector<GradcheckMismatch> mismatches;  // the first few
   std::string report() const;
   explicit operator bool() const { return ok; }
@@ -58,5 +59,13 @@ std::ostream& operator<<(std::ostream& os, const GradcheckResult& r);
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
+
+// The general form: checks fn() against every tensor in `leaves`, which must
+// already be float64 leaves that require grad (a module's parameters after
+// module.to(float64), say); they are perturbed in place and restored.
+// labels name them in the report. nn::gradcheck_module builds on this.
+GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::vector<Tensor>& leaves,
+                                 const std::vector<std::string>& labels,
+                                 const GradcheckOptions& options = {});
 
 }  // namespace sg

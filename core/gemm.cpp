@@ -37,17 +37,26 @@ namespace sg::core {
 
 namespace {
 
-// ---- thresholds (measured on AMD Zen 5, skx kernels; bench/gemm.cpp) ----
+// ---- thresholds (measured on AMD Zen 5 with the skx kernels; the numbers
+// are in docs/results.md, "GEMM") ----
 
-// Products with m*n*k up to this go through the small kernel. Below it, the
-// small kernel beats one-thread BLIS because of BLIS's per-call overhead.
-constexpr int64_t kSmallWork = 32 * 32 * 32;
+// Products up to this many multiply-adds (m*n*k) go through the small
+// kernel, which beats one-thread BLIS up to about 128x128x128: BLIS pays
+// ~4.7 us per call before any arithmetic (16x16x16: 0.15 us here, 4.7 us in
+// BLIS). n and k are capped so that the packed copy of B stays small.
+constexpr int64_t kSmallWork = 1 << 20;
+constexpr int64_t kSmallMaxNK = 256;
 // One product below this m*n*k runs BLIS on one thread even when more are
-// available: splitting it costs more than the second thread brings.
-constexpr int64_t kBlisParallelWork = 128 * 128 * 128;
-// A batch whose total m*n*k is below this runs on one thread: starting an
-// OpenMP region (~3 us on two threads) would cost more than it saves.
-constexpr int64_t kBatchParallelWork = 64 * 16 * 16 * 16;
+// available: at 128^3 two threads take 36 us and one 29 us; from about
+// 1024x64x64 on, two threads win.
+constexpr int64_t kBlisParallelWork = 1 << 22;
+// A batch goes parallel when its one-thread time would be over ~6 us, twice
+// what starting a two-thread OpenMP region costs. The one-thread time is
+// about (m*n*k + kProductOverhead) multiply-adds at ~40 per ns: the overhead
+// term is each product's fixed cost (packing, loop set-up), which dominates
+// for 8x8x8.
+constexpr int64_t kBatchParallelWork = 1 << 18;
+constexpr int64_t kProductOverhead = 2048;
 
 // ---- the small kernel ----
 //
@@ -124,16 +133,12 @@ void small_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T a
     int64_t i = 0;
     for (; i + kTileRows <= m; i += kTileRows)
       small_tile<T, kTileRows>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-    // The last m % 8 rows: a tile of 4, of 2, of 1, as needed.
-    if (i + 4 <= m) {
+    // The last rows, fewer than R: tiles of 4, 2 and 1 rows.
+    for (; i + 4 <= m; i += 4)
       small_tile<T, 4>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-      i += 4;
-    }
-    if (i + 2 <= m) {
+    for (; i + 2 <= m; i += 2)
       small_tile<T, 2>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-      i += 2;
-    }
-    if (i < m) small_tile<T, 1>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
+    for (; i < m; ++i) small_tile<T, 1>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
   }
 }
 
@@ -179,7 +184,9 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
   }
 }
 
-bool is_small(int64_t m, int64_t n, int64_t k) { return m * n * k <= kSmallWork; }
+bool is_small(int64_t m, int64_t n, int64_t k) {
+  return m * n * k <= kSmallWork && n <= kSmallMaxNK && k <= kSmallMaxNK;
+}
 
 // One product, already checked, on this thread only (the batched path).
 template <class T>
@@ -195,10 +202,12 @@ void product_on_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int
   }
 }
 
-// Shape and stride checks shared by gemm and gemm_batched; `op` names the caller.
+// Shape and stride checks shared by gemm and gemm_batched; `op` names the
+// caller. Pointers are checked only when some product will run (`batch` > 0).
 template <class T>
 void check_product(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   const T* a, int64_t lda, const T* b, int64_t ldb, const T* c, int64_t ldc) {
+                   const T* a, int64_t lda, const T* b, int64_t ldb, const T* c, int64_t ldc,
+                   int64_t batch = 1) {
   auto sizes = [&] {
     return detail::cat("m=", m, ", n=", n, ", k=", k, ", lda=", lda, ", ldb=", ldb, ", ldc=", ldc,
                        trans_a ? ", A transposed" : "", trans_b ? ", B transposed" : "");
@@ -215,7 +224,7 @@ void check_product(const char* op, bool trans_a, bool trans_b, int64_t m, int64_
   if (ldc < std::max<int64_t>(1, n))
     fail(op, ": ldc must be at least ", std::max<int64_t>(1, n), ", the row length of C (",
          sizes(), ")");
-  if (m > 0 && n > 0) {
+  if (batch > 0 && m > 0 && n > 0) {
     if (!c) fail(op, ": C is null (", sizes(), ")");
     if (k > 0 && (!a || !b)) fail(op, ": ", !a ? "A" : "B", " is null (", sizes(), ")");
   }
@@ -241,11 +250,18 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
       gemm(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc);
     return;
   }
-  const bool parallel = threads > 1 && batch * m * n * k >= kBatchParallelWork;
-#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
-  for (int64_t i = 0; i < batch; ++i)
+  auto product = [&](int64_t i) {
     product_on_one_thread(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta,
                           c_at(i), ldc);
+  };
+  // A plain loop, not `omp parallel if(false)`: even a one-thread region
+  // costs ~1.3 us, ten 16x16x16 products' worth.
+  if (threads == 1 || batch * (m * n * k + kProductOverhead) < kBatchParallelWork) {
+    for (int64_t i = 0; i < batch; ++i) product(i);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < batch; ++i) product(i);
 }
 
 }  // namespace
@@ -272,7 +288,7 @@ template <class T>
 void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                   const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
                   int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
-  check_product("gemm_batched", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  check_product("gemm_batched", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, batch);
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
     fail("gemm_batched: batch and strides must not be negative (batch=", batch,
          ", stride_a=", stride_a, ", stride_b=", stride_b, ", stride_c=", stride_c, ")");

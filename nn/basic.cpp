@@ -1,0 +1,26 @@
+#include "nn/basic.hpp"
+
+#include "autograd/ops.hpp"
+#include "nn/init.hpp"
+
+namespace sg::nn {
+
+Dropout::Dropout(double p_) : p(p_) {
+  if (!(p >= 0 && p < 1)) fail("Dropout: p must be in [0, 1), got ", p);
+}
+Tensor Dropout::forward(const Tensor& x) const { return dropout(x, p, is_training()); }
+
+Embedding::Embedding(int64_t vocab, int64_t dim) {
+  if (vocab <= 0 || dim <= 0) fail("Embedding: sizes must be positive, got vocab ", vocab, ", dim ", dim);
+  weight = register_parameter("weight", init::normal({vocab, dim}, 0.0, 1.0));
+}
+Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
+
+LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
+  if (dim <= 0) fail("LayerNorm: dim must be positive, got ", dim);
+  weight = register_parameter("weight", ones({dim}));
+  bias = register_parameter("bias", zeros({dim}));
+}
+Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+
+}  // namespace sg::nn

@@ -1,0 +1,11 @@
+#include "nn/loss.hpp"
+
+namespace sg::nn {
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  check_same_shape(prediction, target, "mse_loss");
+  const Tensor diff = prediction - target;
+  return mean(diff * diff);
+}
+
+}  // namespace sg::nn

@@ -1,0 +1,142 @@
+#include "nn/module.hpp"
+
+#include "core/ops.hpp"
+
+namespace sg::nn {
+namespace {
+void collect(const Module& m, const std::string& prefix, NamedTensors& out, bool buffers,
+             const NamedTensors& own) {
+  for (const auto& [name, t] : own) out.emplace_back(prefix + name, t);
+  for (const auto& [name, child] : m.named_children()) {
+    const NamedTensors sub = buffers ? child->named_buffers() : child->named_parameters();
+    for (const auto& [n, t] : sub) out.emplace_back(prefix + name + "." + n, t);
+  }
+}
+}  // namespace
+
+void Module::check_new_name(const std::string& name) const {
+  if (name.empty()) fail("Module: a parameter, buffer or submodule needs a name");
+  auto taken = [&](const auto& list) {
+    for (const auto& entry : list)
+      if (entry.first == name) return true;
+    return false;
+  };
+  if (taken(params_) || taken(buffers_) || taken(children_))
+    fail("Module: the name '", name, "' is already registered");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  check_new_name(name);
+  if (!is_floating(value.dtype()))
+    fail("register_parameter: '", name, "' of shape ", value.shape(), " is int64; parameters are float");
+  value.set_requires_grad(true);
+  params_.emplace_back(name, value);
+  return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value) {
+  check_new_name(name);
+  buffers_.emplace_back(name, value);
+  return value;
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect(*this, "", out, false, params_);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect(*this, "", out, true, buffers_);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+int64_t Module::parameter_count() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor p : parameters()) p.set_grad(Tensor());
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  for (auto& [name, t] : named_parameters()) out[name] = t;
+  return out;
+}
+
+void Module::load_state_dict(const StateDict& state) {
+  const NamedTensors params = named_parameters();
+  for (const auto& [name, p] : params) {
+    auto it = state.find(name);
+    if (it == state.end()) fail("load_state_dict: missing parameter '", name, "' of shape ", p.shape());
+    if (it->second.shape() != p.shape())
+      fail("load_state_dict: '", name, "' has shape ", it->second.shape(), " in the state, ",
+           p.shape(), " in the model");
+    if (it->second.dtype() != p.dtype())
+      fail("load_state_dict: '", name, "' has dtype ", it->second.dtype(), " in the state, ",
+           p.dtype(), " in the model");
+  }
+  if (state.size() != params.size())
+    for (const auto& [name, t] : state) {
+      bool known = false;
+      for (const auto& [n, p] : params) known = known || n == name;
+      if (!known) fail("load_state_dict: unexpected entry '", name, "' of shape ", t.shape());
+    }
+  for (auto [name, p] : params) core::copy_(p, state.at(name));
+}
+
+void Module::to(DType dtype) {
+  auto convert = [dtype](const NamedTensors& list) {
+    for (const auto& [name, t] : list) {
+      if (t.dtype() == dtype || !is_floating(t.dtype())) continue;
+      const Tensor c = core::to(t, dtype);
+      // Swap the data under the same handle: layers keep their member handles.
+      TensorImpl* impl = t.impl();
+      impl->storage = c.impl()->storage;
+      impl->offset = 0;
+      impl->dtype = dtype;
+      impl->grad.reset();
+    }
+  };
+  convert(named_parameters());
+  convert(named_buffers());
+}
+
+GradcheckResult gradcheck_module(Module& module, const GradcheckFn& fn,
+                                 const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+  module.to(float64);
+  std::vector<Tensor> x, leaves;
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    x.push_back(is_floating(inputs[i].dtype()) ? core::to(inputs[i], float64).set_requires_grad(true)
+                                               : inputs[i]);
+    leaves.push_back(x.back());
+    labels.push_back("input " + std::to_string(i));
+  }
+  for (const auto& [name, p] : module.named_parameters()) {
+    leaves.push_back(p);
+    labels.push_back(name);
+  }
+  return gradcheck_leaves([&] { return fn(x); }, leaves, labels, options);
+}
+
+void check_shape(const Tensor& t, const Shape& expected, const std::string& what) {
+  if (t.shape() != expected) fail("check_shape: ", what, " has shape ", t.shape(), ", expected ", expected);
+}
+
+}  // namespace sg::nn

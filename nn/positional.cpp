@@ -1,0 +1,59 @@
+#include "nn/positional.hpp"
+
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "nn/init.hpp"
+
+namespace sg::nn {
+namespace {
+
+// P: (1, max_len, d) -> X + P[:, offset:offset+T, :] for X: (B, T, d), then dropout.
+Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t offset,
+                     const Dropout& dropout) {
+  const int64_t max_len = P.shape()[1], d = P.shape()[2];
+  if (X.dim() != 3 || X.shape()[2] != d)
+    fail(who, ": input of shape ", X.shape(), " must be (batch, steps, ", d, ")");
+  const int64_t steps = X.shape()[1];
+  if (offset < 0 || offset + steps > max_len)
+    fail(who, ": positions [", offset, ", ", offset + steps, ") for input ", X.shape(),
+         " exceed max_len ", max_len);
+  return dropout.forward(X + slice(P, 1, offset, offset + steps));
+}
+
+}  // namespace
+
+PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_hiddens(d), max_len(len) {
+  if (d <= 0 || d % 2 != 0)
+    fail("PositionalEncoding: num_hiddens must be positive and even (sin/cos pairs), got ", d);
+  if (len <= 0) fail("PositionalEncoding: max_len must be positive, got ", len);
+  Tensor table = empty({1, len, d});
+  float* t = table.data<float>();
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j < d / 2; ++j) {
+      // Computed in double, then rounded once: matches d2l's float32 table to rounding.
+      const double angle = static_cast<double>(i) / std::pow(10000.0, 2.0 * static_cast<double>(j) / static_cast<double>(d));
+      t[i * d + 2 * j] = static_cast<float>(std::sin(angle));
+      t[i * d + 2 * j + 1] = static_cast<float>(std::cos(angle));
+    }
+  P = register_buffer("P", table);
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+}
+
+Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
+  return add_positions("PositionalEncoding", X, P, offset, *dropout);
+}
+
+LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, double p, int64_t len)
+    : num_hiddens(d), max_len(len) {
+  if (d <= 0 || len <= 0)
+    fail("LearnedPositionalEncoding: num_hiddens ", d, " and max_len ", len, " must be positive");
+  P = register_parameter("P", init::normal({1, len, d}, 0.0, 0.02));
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+}
+
+Tensor LearnedPositionalEncoding::forward(const Tensor& X, int64_t offset) const {
+  return add_positions("LearnedPositionalEncoding", X, P, offset, *dropout);
+}
+
+}  // namespace sg::nn

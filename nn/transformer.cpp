@@ -1,0 +1,88 @@
+#include "nn/transformer.hpp"
+
+#include <cmath>
+
+#include "autograd/ops.hpp"
+
+namespace sg::nn {
+
+PositionWiseFFN::PositionWiseFFN(int64_t in, int64_t hiddens, int64_t out) {
+  dense1 = register_module("dense1", std::make_shared<Linear>(in, hiddens));
+  dense2 = register_module("dense2", std::make_shared<Linear>(hiddens, out));
+}
+Tensor PositionWiseFFN::forward(const Tensor& X) const { return dense2->forward(relu(dense1->forward(X))); }
+
+AddNorm::AddNorm(int64_t dim, double p) {
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+  ln = register_module("ln", std::make_shared<LayerNorm>(dim));
+}
+Tensor AddNorm::forward(const Tensor& X, const Tensor& Y) const {
+  if (X.shape() != Y.shape()) fail("AddNorm: X ", X.shape(), " and Y ", Y.shape(), " differ");
+  return ln->forward(dropout->forward(Y) + X);
+}
+
+TransformerEncoderBlock::TransformerEncoderBlock(int64_t h, int64_t ffn_h, int64_t heads, double p,
+                                                 bool use_bias, bool causal) {
+  attention = register_module("attention", std::make_shared<MultiHeadAttention>(h, heads, p, use_bias, causal));
+  addnorm1 = register_module("addnorm1", std::make_shared<AddNorm>(h, p));
+  ffn = register_module("ffn", std::make_shared<PositionWiseFFN>(h, ffn_h, h));
+  addnorm2 = register_module("addnorm2", std::make_shared<AddNorm>(h, p));
+}
+
+Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_lens) const {
+  const Tensor Y = addnorm1->forward(X, attention->forward(X, X, X, valid_lens));
+  return addnorm2->forward(Y, ffn->forward(Y));
+}
+
+const char* positional_name(Positional p) {
+  switch (p) {
+    case Positional::none: return "none";
+    case Positional::sinusoidal: return "sinusoidal";
+    case Positional::learned: return "learned";
+  }
+  return "?";
+}
+
+Positional parse_positional(const std::string& name) {
+  for (Positional p : {Positional::none, Positional::sinusoidal, Positional::learned})
+    if (name == positional_name(p)) return p;
+  fail("positional encoding '", name, "' is not one of none, sinusoidal, learned");
+}
+
+TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
+  embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
+  switch (o.positional) {
+    case Positional::sinusoidal:
+      sinusoidal = register_module("pos_encoding", std::make_shared<PositionalEncoding>(o.num_hiddens, o.dropout, o.max_len));
+      break;
+    case Positional::learned:
+      learned = register_module("pos_encoding", std::make_shared<LearnedPositionalEncoding>(o.num_hiddens, o.dropout, o.max_len));
+      break;
+    case Positional::none:
+      embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
+      break;
+  }
+  for (int64_t i = 0; i < o.num_blocks; ++i)
+    blocks.push_back(register_module(
+        "blocks." + std::to_string(i),
+        std::make_shared<TransformerEncoderBlock>(o.num_hiddens, o.ffn_num_hiddens, o.num_heads,
+                                                  o.dropout, o.use_bias, o.causal)));
+}
+
+Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens) const {
+  if (ids.dim() != 2) fail("TransformerEncoder: ids must be (batch, steps), got ", ids.shape());
+  Tensor X = embedding->forward(ids) * std::sqrt(static_cast<double>(options.num_hiddens));
+  if (sinusoidal) X = sinusoidal->forward(X);
+  else if (learned) X = learned->forward(X);
+  else X = embedding_dropout->forward(X);
+  for (const auto& block : blocks) X = block->forward(X, valid_lens);
+  return X;
+}
+
+std::vector<Tensor> TransformerEncoder::attention_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& block : blocks) out.push_back(block->attention->attention_weights());
+  return out;
+}
+
+}  // namespace sg::nn

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up smallgrad on a Debian bookworm machine: installs the Debian
+# packages it needs (only when one is missing), configures and builds.
+#   scripts/setup.sh [preset]     preset: release (default), debug or asan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-release}
+
+packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake --preset "$preset" > /dev/null
+cmake --build --preset "$preset"

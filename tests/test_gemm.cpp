@@ -1,0 +1,419 @@
+// GEMM wrapper, batched GEMM and matmul against naive loops written here.
+// Shapes are chosen to go through every path in core/gemm.cpp: the small
+// kernel (m*n*k up to 2^20 with n, k <= 256), one-thread BLIS, multi-thread
+// BLIS (m*n*k >= 2^22), and the batched loop both serial and parallel.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <smallgrad.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+template <class T>
+std::vector<T> random_values(size_t count, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<T> v(count);
+  for (auto& x : v) x = static_cast<T>(dist(gen));
+  return v;
+}
+
+// op(X)(i, j) for a row-major X with leading dimension ld.
+template <class T>
+T at(const T* x, int64_t ld, bool trans, int64_t i, int64_t j) {
+  return trans ? x[j * ld + i] : x[i * ld + j];
+}
+
+// C = alpha * op(A) * op(B) + beta * C in double, plus the sum of
+// |alpha * a * b| + |beta * c| per element, the scale for the tolerance.
+template <class T>
+void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, double beta, const T* c, int64_t ldc,
+                std::vector<double>& ref, std::vector<double>& scale) {
+  ref.assign(m * n, 0.0);
+  scale.assign(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double prod = double(at(a, lda, ta, i, p)) * double(at(b, ldb, tb, p, j));
+        sum += prod;
+        mag += std::abs(prod);
+      }
+      const double old = beta == 0 ? 0.0 : beta * double(c[i * ldc + j]);
+      ref[i * n + j] = alpha * sum + old;
+      scale[i * n + j] = std::abs(alpha) * mag + std::abs(old);
+    }
+}
+
+template <class T>
+constexpr double tolerance = std::is_same_v<T, float> ? 2e-6 : 1e-14;
+
+// Checks C (m, n) with leading dimension ldc against ref; the padding
+// columns n .. ldc-1 must still hold `pad`.
+template <class T>
+void check_close(const T* c, int64_t m, int64_t n, int64_t ldc, const std::vector<double>& ref,
+                 const std::vector<double>& scale, T pad) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double got = c[i * ldc + j], want = ref[i * n + j];
+      const double tol = tolerance<T> * (scale[i * n + j] + 1e-30) * 8;
+      if (!(std::abs(got - want) <= tol)) {
+        INFO("element (" << i << ", " << j << "): got " << got << ", want " << want);
+        REQUIRE(std::abs(got - want) <= tol);
+      }
+    }
+    for (int64_t j = n; j < ldc; ++j) REQUIRE(c[i * ldc + j] == pad);
+  }
+}
+
+struct Dims {
+  int64_t m, n, k;
+};
+
+// Small kernel, remainder rows and columns, one-thread BLIS (n > 256 or
+// m*n*k > 2^20) and multi-thread BLIS (m*n*k >= 2^22).
+const std::vector<Dims> kShapes = {{1, 1, 1},    {3, 5, 7},      {16, 16, 16},  {17, 33, 9},
+                                   {13, 40, 64}, {9, 300, 20},   {130, 70, 120}, {100, 96, 300},
+                                   {40, 20, 300}, {170, 160, 170}};
+
+template <class T>
+void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad_cols) {
+  const auto [m, n, k] = d;
+  // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k); rows padded.
+  const int64_t lda = (ta ? m : k) + pad_cols, ldb = (tb ? k : n) + pad_cols;
+  const int64_t ldc = n + pad_cols;
+  const auto a = random_values<T>((ta ? k : m) * lda, 1);
+  const auto b = random_values<T>((tb ? n : k) * ldb, 2);
+  std::vector<T> c = random_values<T>(m * ldc, 3);
+  const T pad = T(-777);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j)
+      if (j >= n) c[i * ldc + j] = pad;
+      else if (beta == 0) c[i * ldc + j] = std::numeric_limits<T>::quiet_NaN();  // must be overwritten
+  std::vector<double> ref, scale;
+  naive_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc, ref, scale);
+  sg::core::gemm<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, b.data(), ldb, T(beta), c.data(),
+                    ldc);
+  check_close(c.data(), m, n, ldc, ref, scale, pad);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm matches a naive triple loop", "[gemm]", float, double) {
+  for (const Dims& d : kShapes)
+    for (int t = 0; t < 4; ++t)
+      for (double beta : {0.0, 1.0, -0.5}) {
+        const bool ta = t & 1, tb = t & 2;
+        INFO("m=" << d.m << " n=" << d.n << " k=" << d.k << " ta=" << ta << " tb=" << tb
+                  << " beta=" << beta);
+        check_gemm<TestType>(ta, tb, d, 0.75, beta, 0);
+        check_gemm<TestType>(ta, tb, d, -1.5, beta, 3);  // leading dimensions > widths
+      }
+}
+
+TEMPLATE_TEST_CASE("gemm edge sizes: k = 0, alpha = 0, empty C", "[gemm]", float, double) {
+  using T = TestType;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> c(6, nan);
+  // k == 0 with beta == 0: C becomes zeros, NaN garbage included.
+  sg::core::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(0), c.data(), 3);
+  for (T x : c) REQUIRE(x == T(0));
+  // k == 0 with beta == 2: C doubles.
+  std::fill(c.begin(), c.end(), T(1.5));
+  sg::core::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(2), c.data(), 3);
+  for (T x : c) REQUIRE(x == T(3));
+  // alpha == 0: A and B are not read (NaN there does not leak into C).
+  std::vector<T> a(6, nan), b(9, nan);
+  sg::core::gemm<T>(false, false, 2, 3, 3, T(0), a.data(), 3, b.data(), 3, T(1), c.data(), 3);
+  for (T x : c) REQUIRE(x == T(3));
+  // m == 0 or n == 0: nothing to do, null pointers allowed.
+  sg::core::gemm<T>(false, false, 0, 3, 4, T(1), nullptr, 4, nullptr, 3, T(0), nullptr, 3);
+  sg::core::gemm<T>(true, true, 2, 0, 4, T(1), nullptr, 2, nullptr, 4, T(0), nullptr, 1);
+}
+
+TEST_CASE("gemm rejects bad sizes, leading dimensions and null pointers", "[gemm]") {
+  std::vector<float> a(100), b(100), c(100);
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(false, false, -1, 2, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 2),
+      Catch::Contains("gemm: sizes must not be negative") && Catch::Contains("m=-1, n=2, k=3"));
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, b.data(), 4, 0.f, c.data(), 4),
+      Catch::Contains("gemm: lda must be at least 3") && Catch::Contains("m=2, n=4, k=3"));
+  // Transposed A is stored (k, m): its rows hold m = 5 values.
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(true, false, 5, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 4),
+      Catch::Contains("gemm: lda must be at least 5") && Catch::Contains("A transposed"));
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(false, true, 2, 4, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 4),
+      Catch::Contains("gemm: ldb must be at least 3"));
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 3),
+      Catch::Contains("gemm: ldc must be at least 4"));
+  REQUIRE_THROWS_WITH(
+      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, nullptr, 3, b.data(), 4, 0.f, c.data(), 4),
+      Catch::Contains("gemm: A is null"));
+  REQUIRE_THROWS_WITH(sg::core::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, 6,
+                                                    b.data(), 4, 12, 0.f, c.data(), 4, 4, 3),
+                      Catch::Contains("gemm_batched: stride_c=4") && Catch::Contains("overlap"));
+  REQUIRE_THROWS_WITH(sg::core::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, -6,
+                                                    b.data(), 4, 12, 0.f, c.data(), 4, 8, 3),
+                      Catch::Contains("gemm_batched: batch and strides must not be negative"));
+}
+
+namespace {
+
+// `batch` products; stride 0 for A or B when `share_a` / `share_b`.
+template <class T>
+void check_batched(bool ta, bool tb, Dims d, int64_t batch, bool share_a, bool share_b,
+                   double beta) {
+  const auto [m, n, k] = d;
+  const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 1;
+  const int64_t size_a = (ta ? k : m) * lda, size_b = (tb ? n : k) * ldb;
+  const int64_t stride_a = share_a ? 0 : size_a + 5, stride_b = share_b ? 0 : size_b + 7;
+  const int64_t stride_c = m * ldc + 3;
+  const int64_t last = std::max<int64_t>(batch - 1, 0);
+  const auto a = random_values<T>(stride_a * last + size_a, 4);
+  const auto b = random_values<T>(stride_b * last + size_b, 5);
+  auto c = random_values<T>(stride_c * batch, 6);
+  const T pad = T(-777);
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r) c[i * stride_c + r * ldc + n] = pad;
+  const auto c0 = c;
+  const double alpha = 1.25;
+  sg::core::gemm_batched<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, stride_a, b.data(), ldb,
+                            stride_b, T(beta), c.data(), ldc, stride_c, batch);
+  std::vector<double> ref, scale;
+  for (int64_t i = 0; i < batch; ++i) {
+    INFO("product " << i << " of " << batch);
+    naive_gemm(ta, tb, m, n, k, alpha, a.data() + i * stride_a, lda, b.data() + i * stride_b, ldb,
+               beta, c0.data() + i * stride_c, ldc, ref, scale);
+    check_close(c.data() + i * stride_c, m, n, ldc, ref, scale, pad);
+    // The 3 elements between outputs are not touched.
+    if (i + 1 < batch)
+      for (int64_t j = m * ldc; j < stride_c; ++j)
+        REQUIRE(c[i * stride_c + j] == c0[i * stride_c + j]);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm_batched matches a naive loop, with broadcast operands", "[gemm]", float,
+                   double) {
+  struct Case {
+    Dims d;
+    int64_t batch;
+  };
+  // Serial small products, the parallel small path (64 x 16^3: attention's
+  // Q.K^T), one-thread BLIS products in parallel, and BLIS with fewer
+  // products than threads.
+  const std::vector<Case> cases = {{{5, 7, 3}, 4},        {{16, 16, 16}, 64}, {{16, 16, 64}, 40},
+                                   {{9, 300, 20}, 6},     {{70, 260, 30}, 3}, {{170, 160, 170}, 1},
+                                   {{200, 180, 160}, 2}, {{3, 4, 5}, 0}};
+  for (const Case& cs : cases)
+    for (int t = 0; t < 4; ++t)
+      for (int share = 0; share < 3; ++share) {
+        const bool ta = t & 1, tb = t & 2;
+        const double beta = share == 1 ? 1.0 : 0.0;
+        INFO("m=" << cs.d.m << " n=" << cs.d.n << " k=" << cs.d.k << " batch=" << cs.batch
+                  << " ta=" << ta << " tb=" << tb << " share=" << share);
+        check_batched<TestType>(ta, tb, cs.d, cs.batch, share == 1, share == 2, beta);
+      }
+}
+
+TEST_CASE("gemm inside an OpenMP region runs BLIS on one thread and stays correct", "[gemm]") {
+  const Dims d{200, 180, 160};  // big enough for multi-thread BLIS outside a region
+  const auto a = random_values<double>(d.m * d.k, 7);
+  const auto b = random_values<double>(d.k * d.n, 8);
+  std::vector<double> ref, scale;
+  naive_gemm(false, false, d.m, d.n, d.k, 1.0, a.data(), d.k, b.data(), d.n, 0.0,
+             static_cast<const double*>(nullptr), d.n, ref, scale);
+  std::vector<std::vector<double>> outs(4, std::vector<double>(d.m * d.n));
+#pragma omp parallel for num_threads(2)
+  for (int t = 0; t < 4; ++t)
+    sg::core::gemm<double>(false, false, d.m, d.n, d.k, 1.0, a.data(), d.k, b.data(), d.n, 0.0,
+                           outs[t].data(), d.n);
+  for (const auto& c : outs) check_close(c.data(), d.m, d.n, d.n, ref, scale, 0.0);
+}
+
+// ---------------------------------------------------------------- matmul
+
+namespace {
+
+// matmul by definition: broadcast the batch index, then a triple loop.
+std::vector<double> naive_matmul(const sg::Tensor& a, const sg::Tensor& b, bool ta, bool tb,
+                                 sg::Shape& out_shape) {
+  const sg::Shape& sa = a.shape();
+  const sg::Shape& sb = b.shape();
+  const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  const int64_t ra = sa.size(), rb = sb.size();
+  const int64_t m = ta ? sa[ra - 1] : sa[ra - 2], k = ta ? sa[ra - 2] : sa[ra - 1];
+  const int64_t n = tb ? sb[rb - 2] : sb[rb - 1];
+  const int64_t rank = std::max(ra, rb) - 2;
+  sg::Shape batch(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t da = d - (rank - (ra - 2)), db = d - (rank - (rb - 2));
+    const int64_t x = da >= 0 ? sa[da] : 1, y = db >= 0 ? sb[db] : 1;
+    batch[d] = x == 1 ? y : x;
+  }
+  out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  const int64_t batches = sg::numel(batch);
+  std::vector<double> out(batches * m * n);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // Unflatten bi, then flatten it again into a's and b's batch axes.
+    int64_t rest = bi, off_a = 0, off_b = 0, mul_a = 1, mul_b = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      const int64_t idx = rest % batch[d];
+      rest /= batch[d];
+      const int64_t da = d - (rank - (ra - 2)), db = d - (rank - (rb - 2));
+      if (da >= 0) {
+        off_a += (sa[da] == 1 ? 0 : idx) * mul_a;
+        mul_a *= sa[da];
+      }
+      if (db >= 0) {
+        off_b += (sb[db] == 1 ? 0 : idx) * mul_b;
+        mul_b *= sb[db];
+      }
+    }
+    const double* pa = va.data() + off_a * sa[ra - 2] * sa[ra - 1];
+    const double* pb = vb.data() + off_b * sb[rb - 2] * sb[rb - 1];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += at(pa, sa[ra - 1], ta, i, p) * at(pb, sb[rb - 1], tb, p, j);
+        out[(bi * m + i) * n + j] = s;
+      }
+  }
+  return out;
+}
+
+sg::Tensor random_tensor(const sg::Shape& shape, sg::DType dtype, uint32_t seed) {
+  const auto v = random_values<double>(sg::numel(shape), seed);
+  if (dtype == sg::float64) return sg::from_vector(v, shape);
+  return sg::from_vector(std::vector<float>(v.begin(), v.end()), shape);
+}
+
+void check_matmul(const sg::Shape& sa, const sg::Shape& sb, bool ta, bool tb, sg::DType dtype) {
+  INFO("a " << sg::detail::cat(sa) << (ta ? "ᵀ" : "") << " by b " << sg::detail::cat(sb)
+             << (tb ? "ᵀ" : "") << " " << dtype);
+  const sg::Tensor a = random_tensor(sa, dtype, 11), b = random_tensor(sb, dtype, 12);
+  const sg::Tensor c = sg::core::matmul(a, b, ta, tb);
+  sg::Shape want_shape;
+  const auto want = naive_matmul(a, b, ta, tb, want_shape);
+  REQUIRE(c.shape() == want_shape);
+  REQUIRE(c.dtype() == dtype);
+  const auto got = c.to_vector<double>();
+  const int64_t k = ta ? sa[sa.size() - 2] : sa.back();
+  const double tol = (dtype == sg::float32 ? 1e-6 : 1e-14) * 4 * (k + 1);
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(got[i] == Approx(want[i]).margin(tol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul: 2-D, batched, broadcast batches, transposes", "[gemm]") {
+  struct Case {
+    sg::Shape a, b;  // as stored (a transposed operand is stored transposed)
+    bool ta, tb;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3}, {3, 4}, false, false},
+      {{3, 2}, {3, 4}, true, false},
+      {{2, 3}, {4, 3}, false, true},
+      {{3, 2}, {4, 3}, true, true},
+      {{150, 70}, {70, 300}, false, false},        // BLIS, one thread
+      {{300, 130}, {120, 130}, false, true},       // BLIS, several threads
+      {{4, 3, 5}, {5, 6}, false, false},           // Linear: batch folds into rows
+      {{2, 4, 3, 5}, {6, 5}, false, true},         // Linear with a weight (out, in)
+      {{2, 4, 3, 5}, {1, 1, 5, 6}, false, false},  // b's batch axes all 1
+      {{2, 4, 5, 3}, {5, 6}, true, false},         // a transposed: no folding
+      {{3, 4}, {2, 4, 5}, false, false},           // a repeats for every b
+      {{2, 3, 4, 5}, {2, 3, 5, 6}, false, false},
+      {{2, 3, 16, 8}, {2, 3, 16, 8}, false, true},  // attention scores Q.K^T
+      {{2, 3, 16, 16}, {2, 3, 16, 8}, false, false},  // attention output P.V
+      {{2, 1, 3, 4}, {5, 4, 6}, false, false},       // -> (2, 5, 3, 6)
+      {{2, 1, 4, 3}, {5, 6, 4}, true, true},
+      {{1, 3, 3, 4}, {2, 1, 4, 2}, false, false},    // both operands broadcast
+      {{64, 16, 16}, {64, 16, 16}, true, false},     // parallel small batch
+      {{3, 0, 4}, {4, 5}, false, false},             // empty output
+      {{2, 3, 0}, {2, 0, 4}, false, false},          // k = 0: zeros
+  };
+  for (const Case& cs : cases)
+    for (sg::DType dtype : {sg::float32, sg::float64}) check_matmul(cs.a, cs.b, cs.ta, cs.tb, dtype);
+
+  // The broadcast example, spelled out.
+  const sg::Tensor c = sg::core::matmul(sg::zeros({2, 1, 3, 4}), sg::zeros({5, 4, 6}));
+  REQUIRE(c.shape() == sg::Shape{2, 5, 3, 6});
+}
+
+TEST_CASE("matmul results do not depend on the thread count", "[gemm]") {
+  const int before = sg::num_threads();
+  const std::vector<std::pair<sg::Shape, sg::Shape>> shapes = {
+      {{300, 300}, {300, 300}},        // multi-thread BLIS
+      {{8, 128, 64}, {64, 128}},       // encoder Linear: one (1024, 64) x (64, 128)
+      {{4, 16, 16, 16}, {4, 16, 16, 16}},  // parallel small kernel
+      {{6, 100, 90}, {6, 90, 80}},     // parallel one-thread BLIS
+  };
+  for (const auto& [sa, sb] : shapes) {
+    INFO(sg::detail::cat(sa, " by ", sb));
+    const sg::Tensor a = random_tensor(sa, sg::float32, 21), b = random_tensor(sb, sg::float32, 22);
+    sg::set_num_threads(1);
+    const auto one = sg::core::matmul(a, b).to_vector<float>();
+    sg::set_num_threads(2);
+    const auto two = sg::core::matmul(a, b).to_vector<float>();
+    REQUIRE(one == two);
+  }
+  sg::set_num_threads(before);
+  REQUIRE(sg::num_threads() == before);
+  REQUIRE_THROWS_WITH(sg::set_num_threads(0), Catch::Contains("set_num_threads") &&
+                                                  Catch::Contains("got 0"));
+}
+
+TEST_CASE("matmul error messages name the op and every shape", "[gemm]") {
+  using Catch::Contains;
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({4, 5})),
+                      "matmul: cannot multiply (2, 3) by (4, 5): inner dimensions 3 and 4 differ");
+  REQUIRE_THROWS_WITH(
+      sg::core::matmul(sg::zeros({2, 3}), sg::zeros({4, 5}), false, true),
+      "matmul: cannot multiply (2, 3) by (4, 5)ᵀ: inner dimensions 3 and 5 differ");
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({7, 2, 3}), sg::zeros({3, 4}), true, false),
+                      Contains("(7, 2, 3)ᵀ by (3, 4): inner dimensions 2 and 3 differ"));
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3, 5, 6}), sg::zeros({4, 6, 7})),
+                      Contains("matmul: batch dimensions (2, 3) and (4) do not broadcast") &&
+                          Contains("(2, 3, 5, 6) by (4, 6, 7)"));
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({3}), sg::zeros({3, 4})),
+                      Contains("matmul: needs tensors of at least 2 dimensions, got (3) and (3, 4)"));
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({})),
+                      Contains("at least 2 dimensions") && Contains("()"));
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}, sg::int64), sg::zeros({3, 4}, sg::int64)),
+                      Contains("matmul: needs float32 or float64 tensors") &&
+                          Contains("(2, 3) int64"));
+  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({3, 4}, sg::float64)),
+                      Contains("matmul: dtypes differ: (2, 3) is float32 and (3, 4) is float64"));
+}
+
+TEST_CASE("BLIS runs the kernels the CPU supports, not its generic fallback", "[gemm]") {
+  const std::string kernels = sg::blis_kernels();
+  INFO("BLIS kernels: " << kernels);
+  REQUIRE(kernels == sg::expected_blis_kernels());
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    // smallgrad sets BLIS_ARCH_TYPE=0 (skx) itself unless the user set it.
+    const char* arch = std::getenv("BLIS_ARCH_TYPE");
+    REQUIRE(arch != nullptr);
+    if (std::string(arch) == "0") REQUIRE(kernels == "skx");
+  }
+#endif
+}
