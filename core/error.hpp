@@ -15,11 +15,22 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A shape prints as "(2, 3)"; a scalar's empty shape as "()".
+// A tensor's shape: a vector of sizes, one per axis. Its own type (not a
+// bare std::vector) so that `std::cout << t.shape()` finds the printer below.
+struct Shape : std::vector<int64_t> {
+  using std::vector<int64_t>::vector;
+  Shape() = default;
+  Shape(const std::vector<int64_t>& v) : std::vector<int64_t>(v) {}  // NOLINT: implicit on purpose
+};
+
+// A shape (or any list of sizes) prints as "(2, 3)"; a scalar's empty shape as "()".
 inline std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& shape) {
   os << '(';
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
   return os << ')';
+}
+inline std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+  return os << static_cast<const std::vector<int64_t>&>(shape);
 }
 
 namespace detail {

@@ -23,8 +23,6 @@
 
 namespace sg {
 
-using Shape = std::vector<int64_t>;
-
 int64_t numel(const Shape& shape);
 // Resolves a possibly negative axis (-1 is the last) against a rank; throws
 // "<op>: axis 3 out of range for a tensor of shape (2, 3)" otherwise.
