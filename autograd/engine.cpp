@@ -102,6 +102,9 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
 
   NoGradGuard no_grad;  // backward's own arithmetic is not recorded
   const auto order = order_from(output.node());
+  // A backward that threw part-way (say, a wrong gradient shape) leaves
+  // partial sums in the nodes it had not reached yet; start from none.
+  for (const auto& node : order) node->grad = Tensor();
   output.node()->grad = seed;
   for (const auto& node : order) {
     Tensor g = std::move(node->grad);

@@ -72,7 +72,9 @@ Plan make_plan(const Shape& a, const Shape& b, const Shape& out) {
 template <class T, class R, class F>
 void run_plan(const Plan& p, const T* a, const T* b, R* o, F f) {
   const int64_t inner = p.dims.back(), ia = p.sa.back(), ib = p.sb.back();
-  const int64_t total = numel(p.dims), rows = total / inner;
+  const int64_t total = numel(p.dims);
+  if (total == 0) return;  // an empty output; inner may be 0 as well
+  const int64_t rows = total / inner;
   const int64_t outer_axes = static_cast<int64_t>(p.dims.size()) - 1;
   const int64_t block = rows >= kParallelRows ? inner : std::min<int64_t>(inner, 1 << 14);
   const int64_t blocks_per_row = (inner + block - 1) / block;

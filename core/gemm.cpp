@@ -17,9 +17,9 @@
 //   a batch             OpenMP over the batch, each product on one thread
 //                       (small kernel or one-thread BLIS), never BLIS threads
 //                       inside OpenMP threads
-// Which path a product takes depends on its shape only, never on the thread
-// count, and no path splits the k sum between threads, so results do not
-// change with set_num_threads.
+// The small kernel and the one-thread products depend on the shape only,
+// and BLIS's threads split the rows and columns of C, never the k sum, so
+// results do not change with set_num_threads (tests/test_gemm.cpp checks).
 #include "core/gemm.hpp"
 
 #include <blis.h>
@@ -62,7 +62,7 @@ constexpr int64_t kProductOverhead = 2048;
 //
 //   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
 //
-// For products small enough that everything sits in L1. op(B) is first
+// For products small enough that op(B) fits in L1 or L2. op(B) is first
 // copied into column panels Bp (n/W, k, W): panel q holds columns
 // q*W .. q*W+W-1 of op(B), one row of W values per p, zero-padded past n.
 // A row of W values is one 64-byte vector, Vec<T> (16 floats or 8 doubles:

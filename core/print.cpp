@@ -20,6 +20,7 @@ struct Printer {
   bool scientific = false;
   std::vector<double> values;  // all values as double, row-major
   bool is_int;
+  std::vector<int64_t> ints;  // int64 tensors' exact values (a double holds only 53 bits)
 
   std::string format(double v) const {
     char buf[64];
@@ -34,7 +35,10 @@ struct Printer {
 
   void print(size_t axis, int64_t offset, int indent) {
     if (axis == shape.size()) {
-      os << format(values[static_cast<size_t>(offset)]);
+      if (is_int)
+        os << ints[static_cast<size_t>(offset)];
+      else
+        os << format(values[static_cast<size_t>(offset)]);
       return;
     }
     const int64_t n = shape[axis];
@@ -64,7 +68,8 @@ struct Printer {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
   Printer p{os, t.shape(), t.numel() > kSummarizeAbove, false, t.to_vector<double>(),
-            t.dtype() == int64};
+            t.dtype() == int64, {}};
+  if (p.is_int) p.ints = t.to_vector<int64_t>();
   double biggest = 0, smallest = INFINITY;
   for (double v : p.values)
     if (std::isfinite(v) && v != 0) biggest = std::max(biggest, std::fabs(v)), smallest = std::min(smallest, std::fabs(v));

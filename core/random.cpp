@@ -64,7 +64,13 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, double low, double 
   visit_floating(dtype, "rand", [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.uniform());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      T v = static_cast<T>(low + (high - low) * gen.uniform());
+      // Rounding (to float32 above all) can carry a value just below high up
+      // to high itself; step back to the largest value below it.
+      if (high > low && v >= high) v = std::nextafter(v, static_cast<T>(low));
+      p[i] = v;
+    }
   });
   return t;
 }

@@ -47,7 +47,7 @@ void sum_kernel(const T* x, T* out, Split s) {
   }
   // Blocks of the inner axis, so that few long rows (a bias gradient: outer
   // 1, n = B*T, inner = C) still spread over threads.
-  const int64_t block = std::min<int64_t>(s.inner, 512);
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.inner, 512));  // inner may be 0
   const int64_t blocks = (s.inner + block - 1) / block;
 #pragma omp parallel for if (work >= kParallelElementwise) schedule(static)
   for (int64_t piece = 0; piece < s.outer * blocks; ++piece) {

@@ -68,6 +68,12 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
                                          valid_lens.shape() != Shape{batch, nq}))
       fail("MultiHeadAttention: valid_lens must be int64 (", batch, ") or (", batch, ", ", nq,
            "), got ", valid_lens.dtype(), " ", valid_lens.shape(), " for queries ", queries.shape());
+    // Checked here, before the per-head repeat, so the message speaks of the user's batch.
+    const int64_t* v = valid_lens.data<int64_t>();
+    for (int64_t i = 0; i < valid_lens.numel(); ++i)
+      if (v[i] < 0 || v[i] > nk)
+        fail("MultiHeadAttention: valid length ", v[i], " at position ", i, " of valid_lens ",
+             valid_lens.shape(), " is outside [0, ", nk, "] for keys ", keys.shape());
     lens = repeat_for_heads(valid_lens, num_heads);
   }
   const Tensor weights = masked_softmax(scores, lens, causal);  // (B*h, Q, K)

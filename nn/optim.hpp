@@ -42,6 +42,10 @@
 
 namespace sg::optim {
 
+// The base of every optimizer. A new one derives from it, names its
+// per-parameter buffers in buffer_names(), calls init_buffers() in its
+// constructor and writes update(i); stepping (and skipping parameters with no
+// gradient), zero_grad, lr and the state dict come from here.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -61,6 +65,8 @@ class Optimizer {
   // "SGD", "Adam" or "AdamW": for messages and checkpoint metadata.
   const char* name() const { return name_; }
 
+  // Copies of the state (entries listed at the top of this file): later
+  // steps do not change a state dict already taken.
   nn::StateDict state_dict() const;
   // Throws "<name>.load_state_dict: ..." naming the entry (and both shapes)
   // on any mismatch, without changing anything.
@@ -73,14 +79,17 @@ class Optimizer {
   Optimizer(const char* name, std::vector<Tensor> params, double lr);
 
   // The names of the per-parameter buffers ("exp_avg", ...), float tensors
-  // shaped like their parameter; Adam's int64 "step.<i>" is handled here too.
+  // shaped like their parameter. When counts_param_steps(), the base class
+  // also keeps and saves each parameter's step count ("step.<i>").
   virtual std::vector<std::string> buffer_names() const = 0;
   virtual bool counts_param_steps() const { return false; }
   // One update of params_[i], whose grad is defined.
   virtual void update(size_t i) = 0;
 
-  // buffers_[b][i]: buffer b of parameter i, undefined until first needed.
-  Tensor& buffer(size_t b, size_t i);
+  // Sizes buffers_ from buffer_names(); each derived constructor calls it
+  // (a base constructor cannot call the virtual).
+  void init_buffers();
+  // buffers_[b][i]: buffer b of parameter i, undefined until its first update.
   std::vector<std::vector<Tensor>> buffers_;
   std::vector<int64_t> param_steps_;  // Adam: steps taken by each parameter
 
@@ -98,7 +107,7 @@ class Optimizer {
 //     g = nesterov ? g + momentum * buf : buf
 //   p = p - lr * g
 struct SGDOptions {
-  double lr = 0.01;
+  double lr = 1e-3;  // PyTorch's default
   double momentum = 0;
   double weight_decay = 0;
   bool nesterov = false;  // needs momentum > 0

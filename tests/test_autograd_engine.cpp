@@ -116,7 +116,7 @@ TEST_CASE("a leaf's gradient is its own buffer, even when two leaves get the sam
   require_values(b.grad(), {1, 1});
 }
 
-TEST_CASE("retain_graph allows a second backward; a freed graph is a clear error",
+TEST_CASE("retain_graph allows a second backward, and a freed graph is a clear error",
           "[autograd][engine]") {
   Tensor x = values({1, 2, 3}, {3}).set_requires_grad();
   Tensor loss = sg::sum(sg::tanh(x) * x);
@@ -200,6 +200,23 @@ TEST_CASE("the engine checks every gradient's shape and names the op", "[autogra
     REQUIRE_THROWS_WITH(sg::record("reuse", y, {x}, [](const Tensor& g) -> Grads { return {g}; }),
                         Contains("reuse: record() needs a fresh output tensor"));
   }
+}
+
+TEST_CASE("a backward that failed part-way leaves no partial gradients behind",
+          "[autograd][engine]") {
+  // The failing op is reached before the h * 2 path has finished adding into
+  // h's node; a later backward through h must not see that partial sum.
+  Tensor x = values({1, 2}, {2}).set_requires_grad();
+  Tensor h = sg::exp(x);
+  Tensor bad = sg::record("bad_shape", sg::core::affine(h, 1.0, 0.0), {h},
+                          [](const Tensor&) -> Grads { return {sg::ones({5}, sg::float64)}; });
+  for (const bool bad_first : {true, false}) {
+    Tensor loss = bad_first ? sg::sum(bad) + sg::sum(h * 2.0) : sg::sum(h * 2.0) + sg::sum(bad);
+    REQUIRE_THROWS_WITH(sg::backward(loss, Tensor(), true), Contains("'bad_shape'"));
+  }
+  x.set_grad(Tensor());
+  sg::backward(sg::sum(h));
+  require_values(x.grad(), {std::exp(1.0), std::exp(2.0)});
 }
 
 TEST_CASE("requires_grad propagates from any input that has it", "[autograd][engine]") {
@@ -333,7 +350,7 @@ TEST_CASE("no graph node outlives the step", "[autograd][engine]") {
   }
 }
 
-TEST_CASE("10,000 training steps keep the node count and memory flat", "[autograd][engine][memory]") {
+TEST_CASE("ten thousand training steps keep the node count and memory flat", "[autograd][engine][memory]") {
   // A 2-layer MLP on (8, 16) inputs, MSE loss, plain SGD under NoGradGuard.
   sg::Generator gen(7);
   Tensor w1 = sg::randn({16, 32}, gen, sg::float32, 0, 0.25).set_requires_grad();

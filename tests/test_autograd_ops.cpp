@@ -577,7 +577,7 @@ TEST_CASE("dropout is the identity at p = 0 and in eval mode", "[autograd][gradc
   REQUIRE_THROWS_WITH(sg::dropout(x, -0.1, true, gen), Contains("got -0.1"));
 }
 
-TEST_CASE("dropout with a fixed mask gradchecks; a fresh mask per call does not", "[autograd][gradcheck]") {
+TEST_CASE("dropout with a fixed mask gradchecks but a fresh mask per call does not", "[autograd][gradcheck]") {
   const Tensor x = normal({4, 5}, 141);
   const sg::Generator base(42);
   // A copy of the generator inside fn: every evaluation draws the same mask.

@@ -1,0 +1,374 @@
+// Optimizers, gradient clipping and learning-rate schedules. The update
+// formulas are written out in nn/optim.hpp; each update here is one loop
+// over a parameter's elements that reads and writes everything it needs
+// (parameter, gradient, buffers) once. Scalar coefficients are computed in
+// double, as PyTorch computes them in Python, then rounded to the element type.
+#include "nn/optim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "autograd/node.hpp"
+#include "core/ops.hpp"
+#include "core/runtime.hpp"
+
+namespace sg::optim {
+namespace {
+
+void check_lr(const char* who, double lr) {
+  if (!(lr >= 0) || !std::isfinite(lr)) fail(who, ": learning rate must be >= 0 and finite, got ", lr);
+}
+
+// Sum of squares of n values in double. The sum is split into fixed chunks
+// (whatever the thread count) that are added in order, so the result is the
+// same bits on 1 or 16 threads: a resumed run must clip exactly as the
+// uninterrupted one did.
+template <class T>
+double sum_of_squares(const T* x, int64_t n) {
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double s = 0;
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    partial[static_cast<size_t>(c)] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+// ================= Optimizer =================
+
+Optimizer::Optimizer(const char* name, std::vector<Tensor> params, double lr)
+    : name_(name), params_(std::move(params)), lr_(lr) {
+  check_lr(name_, lr);
+  if (params_.empty()) fail(name_, ": got an empty parameter list");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    if (!p.defined()) fail(name_, ": parameter ", i, " is an undefined tensor");
+    if (!is_floating(p.dtype()))
+      fail(name_, ": parameter ", i, " of shape ", p.shape(), " is int64; parameters are float");
+    for (size_t j = 0; j < i; ++j)
+      if (params_[j].is_same(p))
+        fail(name_, ": parameter ", i, " of shape ", p.shape(), " is the same tensor as parameter ", j,
+             " (it would be updated twice)");
+  }
+  param_steps_.assign(params_.size(), 0);
+}
+
+void Optimizer::set_lr(double lr) {
+  check_lr(name_, lr);
+  lr_ = lr;
+}
+
+void Optimizer::init_buffers() {
+  buffers_.assign(buffer_names().size(), std::vector<Tensor>(params_.size()));
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    ++param_steps_[i];
+    update(i);
+  }
+  ++step_count_;
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) p.set_grad(Tensor());
+}
+
+nn::StateDict Optimizer::state_dict() const {
+  nn::StateDict out;
+  out["lr"] = scalar(lr_, float64);
+  out["step"] = scalar(static_cast<double>(step_count_), int64);
+  const std::vector<std::string> names = buffer_names();
+  for (size_t b = 0; b < names.size(); ++b)
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (buffers_[b][i].defined()) out[names[b] + "." + std::to_string(i)] = clone(buffers_[b][i]);
+  if (counts_param_steps())
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (param_steps_[i] > 0)
+        out["step." + std::to_string(i)] = scalar(static_cast<double>(param_steps_[i]), int64);
+  return out;
+}
+
+void Optimizer::check_state_dict(const nn::StateDict& state) const {
+  const std::string who = std::string(name_) + ".load_state_dict";
+  auto check_scalar = [&](const std::string& key, const Tensor& t, DType dtype) {
+    if (t.dim() != 0 || t.dtype() != dtype)
+      fail(who, ": '", key, "' has shape ", t.shape(), " and dtype ", t.dtype(), ", expected shape () and dtype ",
+           dtype);
+  };
+  for (const char* key : {"lr", "step"})
+    if (!state.count(key)) fail(who, ": missing entry '", key, "'");
+
+  const std::vector<std::string> names = buffer_names();
+  // present[i]: how many of parameter i's entries (buffers, and step.<i> for Adam) are there.
+  std::vector<size_t> present(params_.size(), 0);
+  for (const auto& [key, t] : state) {
+    if (!t.defined()) fail(who, ": entry '", key, "' is an undefined tensor");
+    if (key == "lr") {
+      check_scalar(key, t, float64);
+      const double lr = t.item<double>();
+      if (!(lr >= 0) || !std::isfinite(lr)) fail(who, ": 'lr' is ", lr, ", expected >= 0 and finite");
+      continue;
+    }
+    if (key == "step") {
+      check_scalar(key, t, int64);
+      if (t.item<int64_t>() < 0) fail(who, ": 'step' is ", t.item<int64_t>(), ", expected >= 0");
+      continue;
+    }
+    // "<buffer>.<i>": the index is everything after the last dot.
+    const size_t dot = key.rfind('.');
+    const std::string prefix = dot == std::string::npos ? key : key.substr(0, dot);
+    const std::string digits = dot == std::string::npos ? "" : key.substr(dot + 1);
+    const bool is_index = !digits.empty() && digits.size() < 10 &&
+                          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool known = (prefix == "step" && counts_param_steps()) ||
+                       std::find(names.begin(), names.end(), prefix) != names.end();
+    if (!known || !is_index)
+      fail(who, ": unexpected entry '", key, "' of shape ", t.shape(), " (", name_,
+           " has no such state)");
+    const size_t i = std::stoul(digits);
+    if (i >= params_.size())
+      fail(who, ": entry '", key, "' is for parameter ", i, ", but the optimizer has ", params_.size(),
+           " parameters");
+    if (prefix == "step") {
+      check_scalar(key, t, int64);
+      if (t.item<int64_t>() < 1) fail(who, ": '", key, "' is ", t.item<int64_t>(), ", expected >= 1");
+    } else {
+      const Tensor& p = params_[i];
+      if (t.shape() != p.shape())
+        fail(who, ": '", key, "' has shape ", t.shape(), " in the state, parameter ", i, " has shape ",
+             p.shape());
+      if (t.dtype() != p.dtype())
+        fail(who, ": '", key, "' has dtype ", t.dtype(), " in the state, parameter ", i, " of shape ",
+             p.shape(), " has dtype ", p.dtype());
+    }
+    ++present[i];
+  }
+  // A parameter has either all of its state (it has stepped) or none of it.
+  const size_t full = names.size() + (counts_param_steps() ? 1 : 0);
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (present[i] != 0 && present[i] != full) {
+      std::string expected;
+      for (const auto& n : names) expected += (expected.empty() ? "'" : ", '") + n + "." + std::to_string(i) + "'";
+      if (counts_param_steps()) expected += ", 'step." + std::to_string(i) + "'";
+      fail(who, ": parameter ", i, " has only part of its state; expected all or none of ", expected);
+    }
+}
+
+void Optimizer::load_state_dict(const nn::StateDict& state) {
+  check_state_dict(state);
+  lr_ = state.at("lr").item<double>();
+  step_count_ = state.at("step").item<int64_t>();
+  const std::vector<std::string> names = buffer_names();
+  for (size_t b = 0; b < names.size(); ++b)
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto it = state.find(names[b] + "." + std::to_string(i));
+      buffers_[b][i] = it == state.end() ? Tensor() : clone(it->second);
+    }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto it = state.find("step." + std::to_string(i));
+    param_steps_[i] = it == state.end() ? 0 : it->second.item<int64_t>();
+  }
+}
+
+// ================= SGD =================
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : Optimizer("SGD", std::move(params), options.lr), options_(options) {
+  if (!(options.momentum >= 0) || !std::isfinite(options.momentum))
+    fail("SGD: momentum must be >= 0, got ", options.momentum);
+  if (!(options.weight_decay >= 0) || !std::isfinite(options.weight_decay))
+    fail("SGD: weight_decay must be >= 0, got ", options.weight_decay);
+  if (options.nesterov && options.momentum == 0)
+    fail("SGD: nesterov needs momentum > 0, got momentum ", options.momentum);
+  init_buffers();
+}
+
+std::vector<std::string> SGD::buffer_names() const {
+  if (options_.momentum == 0) return {};
+  return {"momentum_buffer"};
+}
+
+void SGD::update(size_t i) {
+  Tensor& p = params_[i];
+  const Tensor g = p.grad();
+  const bool use_momentum = options_.momentum != 0;
+  // As PyTorch, the buffer starts as a copy of the first (decayed) gradient.
+  bool first = false;
+  if (use_momentum && !buffers_[0][i].defined()) {
+    buffers_[0][i] = empty(p.shape(), p.dtype());
+    first = true;
+  }
+  visit_floating(p.dtype(), "SGD.step", [&](auto tag) {
+    using T = decltype(tag);
+    // p, g, buf: (n) elements each, updated in place.
+    T* pd = p.data<T>();
+    const T* gd = g.data<T>();
+    T* bd = use_momentum ? buffers_[0][i].data<T>() : nullptr;
+    const T neg_lr = static_cast<T>(-lr_);
+    const T wd = static_cast<T>(options_.weight_decay);
+    const T momentum = static_cast<T>(options_.momentum);
+    const bool decay = options_.weight_decay != 0, nesterov = options_.nesterov;
+    const int64_t n = p.numel();
+#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      T d = gd[j];
+      if (decay) d = d + wd * pd[j];
+      if (bd) {
+        const T b = first ? d : bd[j] * momentum + d;
+        bd[j] = b;
+        d = nesterov ? d + momentum * b : b;
+      }
+      pd[j] = pd[j] + neg_lr * d;
+    }
+  });
+}
+
+// ================= Adam / AdamW =================
+
+namespace {
+void check_adam(const char* who, double beta1, double beta2, double eps, double weight_decay) {
+  if (!(beta1 >= 0 && beta1 < 1)) fail(who, ": beta1 must be in [0, 1), got ", beta1);
+  if (!(beta2 >= 0 && beta2 < 1)) fail(who, ": beta2 must be in [0, 1), got ", beta2);
+  if (!(eps > 0) || !std::isfinite(eps)) fail(who, ": eps must be > 0, got ", eps);
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay))
+    fail(who, ": weight_decay must be >= 0, got ", weight_decay);
+}
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam("Adam", std::move(params), options, false) {}
+
+Adam::Adam(const char* name, std::vector<Tensor> params, AdamOptions options, bool decoupled)
+    : Optimizer(name, std::move(params), options.lr), options_(options), decoupled_(decoupled) {
+  check_adam(name, options.beta1, options.beta2, options.eps, options.weight_decay);
+  init_buffers();
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : Adam("AdamW", std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true) {}
+
+std::vector<std::string> Adam::buffer_names() const { return {"exp_avg", "exp_avg_sq"}; }
+
+void Adam::update(size_t i) {
+  Tensor& p = params_[i];
+  const Tensor g = p.grad();
+  if (!buffers_[0][i].defined()) {
+    buffers_[0][i] = zeros(p.shape(), p.dtype());
+    buffers_[1][i] = zeros(p.shape(), p.dtype());
+  }
+  const AdamOptions& o = options_;
+  const double t = static_cast<double>(param_steps_[i]);  // already counts this step
+  const double step_size = lr_ / (1 - std::pow(o.beta1, t));
+  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(o.beta2, t));
+  visit_floating(p.dtype(), decoupled_ ? "AdamW.step" : "Adam.step", [&](auto tag) {
+    using T = decltype(tag);
+    // p, g, m (exp_avg), v (exp_avg_sq): (n) elements each, updated in place.
+    T* pd = p.data<T>();
+    const T* gd = g.data<T>();
+    T* md = buffers_[0][i].data<T>();
+    T* vd = buffers_[1][i].data<T>();
+    const T beta1 = static_cast<T>(o.beta1), one_minus_beta1 = static_cast<T>(1 - o.beta1);
+    const T beta2 = static_cast<T>(o.beta2), one_minus_beta2 = static_cast<T>(1 - o.beta2);
+    const T neg_step_size = static_cast<T>(-step_size);
+    const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
+    const T eps = static_cast<T>(o.eps);
+    const T wd = static_cast<T>(o.weight_decay);
+    const T decay_factor = static_cast<T>(1 - lr_ * o.weight_decay);
+    const bool l2 = !decoupled_ && o.weight_decay != 0, decoupled = decoupled_;
+    const int64_t n = p.numel();
+#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      T pj = pd[j];
+      T gj = gd[j];
+      if (decoupled) pj = pj * decay_factor;
+      if (l2) gj = gj + wd * pj;
+      const T m = md[j] * beta1 + gj * one_minus_beta1;
+      const T v = vd[j] * beta2 + one_minus_beta2 * gj * gj;
+      md[j] = m;
+      vd[j] = v;
+      const T denom = std::sqrt(v) / bc2_sqrt + eps;
+      pd[j] = pj + neg_step_size * m / denom;
+    }
+  });
+}
+
+// ================= clipping =================
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  if (!(max_norm >= 0) || !std::isfinite(max_norm))
+    fail("clip_grad_norm: max_norm must be >= 0 and finite, got ", max_norm);
+  double squares = 0;
+  for (const Tensor& p : params) {
+    if (!p.defined()) fail("clip_grad_norm: got an undefined parameter");
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    squares += visit_floating(g.dtype(), "clip_grad_norm",
+                              [&](auto tag) { return sum_of_squares(g.data<decltype(tag)>(), g.numel()); });
+  }
+  const double norm = std::sqrt(squares);
+  const double coef = max_norm / (norm + 1e-6);
+  if (std::isfinite(norm) && coef < 1) {
+    NoGradGuard no_grad;
+    for (const Tensor& p : params) {
+      Tensor g = p.grad();
+      if (g.defined()) core::scale_(g, coef);
+    }
+  }
+  return norm;
+}
+
+// ================= schedules =================
+
+Schedule constant_schedule(double lr) {
+  check_lr("constant_schedule", lr);
+  return [lr](int64_t step) {
+    if (step < 0) fail("constant_schedule: step must be >= 0, got ", step);
+    return lr;
+  };
+}
+
+namespace {
+void check_warmup_cosine(double base_lr, int64_t warmup_steps, int64_t total_steps, double min_lr) {
+  check_lr("warmup_cosine", base_lr);
+  if (total_steps <= 0) fail("warmup_cosine: total_steps must be > 0, got ", total_steps);
+  if (warmup_steps < 0 || warmup_steps > total_steps)
+    fail("warmup_cosine: warmup_steps must be in [0, total_steps = ", total_steps, "], got ", warmup_steps);
+  if (!(min_lr >= 0 && min_lr <= base_lr))
+    fail("warmup_cosine: min_lr must be in [0, base_lr = ", base_lr, "], got ", min_lr);
+}
+
+double warmup_cosine_unchecked(int64_t step, double base_lr, int64_t warmup_steps, int64_t total_steps,
+                               double min_lr) {
+  if (step < 0) fail("warmup_cosine: step must be >= 0, got ", step);
+  if (step < warmup_steps) return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (step >= total_steps) return min_lr;
+  const double progress =
+      static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps);
+  return min_lr + (base_lr - min_lr) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
+}
+}  // namespace
+
+double warmup_cosine(int64_t step, double base_lr, int64_t warmup_steps, int64_t total_steps, double min_lr) {
+  check_warmup_cosine(base_lr, warmup_steps, total_steps, min_lr);
+  return warmup_cosine_unchecked(step, base_lr, warmup_steps, total_steps, min_lr);
+}
+
+Schedule warmup_cosine_schedule(double base_lr, int64_t warmup_steps, int64_t total_steps, double min_lr) {
+  check_warmup_cosine(base_lr, warmup_steps, total_steps, min_lr);
+  return [=](int64_t step) { return warmup_cosine_unchecked(step, base_lr, warmup_steps, total_steps, min_lr); };
+}
+
+}  // namespace sg::optim
