@@ -32,7 +32,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   }
   const Tensor logp = core::log_softmax(logits);  // (N, C), kept for backward
   Tensor loss = empty({}, logits.dtype());
-  visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+  visit_floating(logits, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     const T* lp = logp.data<T>();
     double total = 0;

@@ -10,7 +10,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   if (!(p >= 0 && p < 1)) fail("dropout: p must be in [0, 1), got ", p);
   if (!training || p == 0) return x;
   Tensor mask = empty(x.shape(), x.dtype());
-  visit_floating(x.dtype(), "dropout", [&](auto tag) {
+  visit_floating(x, "dropout", [&](auto tag) {
     using T = decltype(tag);
     T* m = mask.data<T>();
     const T keep = static_cast<T>(1.0 / (1.0 - p));

@@ -23,7 +23,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   const int64_t rows = dim == 0 ? 0 : x.numel() / dim;
   Tensor out = empty(x.shape(), x.dtype());
   Tensor mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
-  visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
+  visit_floating(x, "layer_norm", [&](auto tag) {
     using T = decltype(tag);
     const T *in = x.data<T>(), *gm = gamma.data<T>(), *bt = beta.data<T>();
     T *o = out.data<T>(), *mu = mean.data<T>(), *rs = rstd.data<T>();
@@ -49,7 +49,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     const int64_t dim = x.shape().back(), rows = mean.numel();
     Tensor dx = empty(x.shape(), x.dtype());
     Tensor dgamma = zeros_like(gamma), dbeta = zeros_like(beta);
-    visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    visit_floating(x, "layer_norm", [&](auto tag) {
       using T = decltype(tag);
       const T *in = x.data<T>(), *gm = gamma.data<T>(), *gp = g.data<T>();
       const T *mu = mean.data<T>(), *rs = rstd.data<T>();

@@ -65,7 +65,7 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
   const auto len = row_lengths(scores, valid_lens, causal);
   const int64_t keys = scores.shape()[2], rows = scores.numel() / std::max<int64_t>(keys, 1);
   Tensor out = empty(scores.shape(), scores.dtype());
-  visit_floating(scores.dtype(), "masked_softmax", [&](auto tag) {
+  visit_floating(scores, "masked_softmax", [&](auto tag) {
     using T = decltype(tag);
     const T* x = scores.data<T>();
     T* y = out.data<T>();

@@ -94,7 +94,7 @@ void blis_direct(bool tb, int64_t m, int64_t n, int64_t k, const float* a, const
 void print_row(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch, double flops,
                std::pair<double, double> t) {
   const double wrapper = flops / t.first * 1e-9, direct = flops / t.second * 1e-9;
-  std::printf("| %-26s | %5lld | %5lld | %5lld | %5lld | %10.2f | %8.1f | %8.1f | %5.2f |\n", name,
+  std::printf("| %-28s | %5lld | %5lld | %5lld | %5lld | %10.2f | %8.1f | %8.1f | %5.2f |\n", name,
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
               static_cast<long long>(batch), t.first * 1e6, wrapper, direct, wrapper / direct);
   std::fflush(stdout);
@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
               "~36 GFLOP/s on one thread)\n",
               kernels.c_str(), sg::expected_blis_kernels().c_str());
   std::printf("threads: %d, repetitions: %d, float32, median GFLOP/s\n\n", threads, reps);
-  std::printf("| %-26s | %5s | %5s | %5s | %5s | %10s | %8s | %8s | %5s |\n", "product", "m", "n",
+  std::printf("| %-28s | %5s | %5s | %5s | %5s | %10s | %8s | %8s | %5s |\n", "product", "m", "n",
               "k", "batch", "wrapper us", "wrapper", "direct", "ratio");
-  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(28, '-').c_str(),
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(),
               std::string(7, '-').c_str(), std::string(7, '-').c_str(),
               std::string(7, '-').c_str(), std::string(7, '-').c_str(),
               std::string(12, '-').c_str(), std::string(10, '-').c_str(),

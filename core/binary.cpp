@@ -117,7 +117,7 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {
   if constexpr (kIntsOk)
     visit_dtype(a.dtype(), run);
   else
-    visit_floating(a.dtype(), op, run);
+    visit_floating(a, op, run);  // same dtype as b, checked above
   return out;
 }
 

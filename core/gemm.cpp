@@ -363,7 +363,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   const int64_t ldb = std::max<int64_t>(1, sb[rb - 1]);
   const int64_t batches = numel(batch);
 
-  visit_floating(a.dtype(), "matmul", [&](auto tag) {
+  visit_floating(a, "matmul", [&](auto tag) {
     using T = decltype(tag);
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();

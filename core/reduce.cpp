@@ -102,7 +102,7 @@ Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "mean");
   const int64_t n = x.shape()[static_cast<size_t>(axis)];
   if (n == 0) fail("mean: axis ", axis, " of shape ", x.shape(), " is empty");
-  visit_floating(x.dtype(), "mean", [](auto) {});
+  visit_floating(x, "mean", [](auto) {});
   Tensor s = sum(x, axis, keepdim);
   scale_(s, 1.0 / static_cast<double>(n));
   return s;
@@ -159,7 +159,7 @@ Tensor sum(const Tensor& x) {
 }
 
 Tensor mean(const Tensor& x) {
-  visit_floating(x.dtype(), "mean", [](auto) {});
+  visit_floating(x, "mean", [](auto) {});
   if (x.numel() == 0) fail("mean: tensor of shape ", x.shape(), " is empty");
   Tensor s = sum(x);
   scale_(s, 1.0 / static_cast<double>(x.numel()));

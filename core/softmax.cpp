@@ -16,7 +16,7 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
   const int64_t n = x.shape().back();
   if (x.numel() == 0) return out;
   const int64_t rows = x.numel() / n;
-  visit_floating(x.dtype(), op, [&](auto tag) {
+  visit_floating(x, op, [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
@@ -33,8 +33,10 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
         if constexpr (!kLog) o[i] = e;
       }
       if constexpr (kLog) {
-        const T shift = m + std::log(total);
-        for (int64_t i = 0; i < n; ++i) o[i] = in[i] - shift;
+        // (x - m) - log(total), not x - (m + log(total)): with large logits
+        // m + log(total) would round away log(total)'s low bits.
+        const T log_total = std::log(total);
+        for (int64_t i = 0; i < n; ++i) o[i] = (in[i] - m) - log_total;
       } else {
         const T inv = T(1) / total;
         for (int64_t i = 0; i < n; ++i) o[i] *= inv;

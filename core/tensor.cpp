@@ -80,9 +80,15 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
 
 // ---- creation ----
 
-Tensor empty(const Shape& shape, DType dtype) {
+namespace {
+void check_sizes(const Shape& shape, const char* op) {
   for (int64_t d : shape)
-    if (d < 0) fail("empty: negative dimension in shape ", shape);
+    if (d < 0) fail(op, ": negative dimension in shape ", shape);
+}
+}  // namespace
+
+Tensor empty(const Shape& shape, DType dtype) {
+  check_sizes(shape, "empty");
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -91,18 +97,23 @@ Tensor empty(const Shape& shape, DType dtype) {
 }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
+  check_sizes(shape, "full");
   Tensor t = empty(shape, dtype);
   core::fill_(t, value);
   return t;
 }
 
 Tensor zeros(const Shape& shape, DType dtype) {
+  check_sizes(shape, "zeros");
   Tensor t = empty(shape, dtype);
   std::memset(t.raw_data(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
   return t;
 }
 
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) {
+  check_sizes(shape, "ones");
+  return full(shape, 1.0, dtype);
+}
 Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }

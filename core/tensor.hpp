@@ -123,6 +123,15 @@ Tensor clone(const Tensor& t);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
 
+// As visit_floating(dtype, ...), for kernels that take tensor t: an int64 t
+// throws "<op>: needs a float32 or float64 tensor, got int64 (2, 3)".
+template <class F>
+decltype(auto) visit_floating(const Tensor& t, const char* op, F&& f) {
+  if (!is_floating(t.dtype()))
+    fail(op, ": needs a float32 or float64 tensor, got ", t.dtype(), " ", t.shape());
+  return visit_floating(t.dtype(), op, std::forward<F>(f));
+}
+
 // ---- implementation of the small templates ----
 template <class T>
 T* Tensor::data() const {

@@ -24,7 +24,7 @@ Tensor map(const Tensor& x, const char* op, F f) {
   if constexpr (kIntsOk)
     visit_dtype(x.dtype(), run);
   else
-    visit_floating(x.dtype(), op, run);
+    visit_floating(x, op, run);
   return out;
 }
 
@@ -85,7 +85,7 @@ void fill_(Tensor& dst, double value) {
 }
 
 void scale_(Tensor& dst, double s) {
-  visit_floating(dst.dtype(), "scale_", [&](auto tag) {
+  visit_floating(dst, "scale_", [&](auto tag) {
     using T = decltype(tag);
     T* o = dst.data<T>();
     const T v = static_cast<T>(s);

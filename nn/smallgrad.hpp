@@ -22,3 +22,5 @@
 #include "nn/positional.hpp"
 #include "nn/transformer.hpp"
 #include "nn/loss.hpp"
+#include "nn/optim.hpp"
+#include "nn/checkpoint.hpp"

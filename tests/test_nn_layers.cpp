@@ -223,7 +223,7 @@ TEST_CASE("named_parameters gives dotted names in registration order", "[nn][mod
   REQUIRE(fixed.state_dict().size() == expected.size() - 1);
 }
 
-TEST_CASE("register_* refuses an empty or repeated name", "[nn][module]") {
+TEST_CASE("register_parameter, register_buffer and register_module refuse an empty or repeated name", "[nn][module]") {
   struct Twice : sg::nn::Module {
     explicit Twice(const std::string& second) {
       register_parameter("w", sg::zeros({2}));
@@ -272,7 +272,7 @@ TEST_CASE("Dropout zeroes and rescales in training and is the identity in eval",
   REQUIRE(drop.forward(x).is_same(x));
 }
 
-TEST_CASE("zero_grad clears every parameter's gradient; backward accumulates", "[nn][module]") {
+TEST_CASE("zero_grad clears every parameter's gradient, and backward accumulates", "[nn][module]") {
   sg::manual_seed(72);
   sg::nn::PositionWiseFFN ffn(3, 4, 2);
   const Tensor x = sg::randn({5, 3});
@@ -414,7 +414,7 @@ TEST_CASE("The sinusoidal table starts as sin 0 = 0 and cos 0 = 1", "[nn][positi
   REQUIRE(p[6 + 3] == Approx(std::cos(1 / std::pow(10000.0, 2.0 / 6))));
 }
 
-TEST_CASE("Dropout rejects p outside [0, 1)", "[nn]") {
+TEST_CASE("Dropout rejects p outside 0 <= p < 1", "[nn]") {
   REQUIRE_THROWS_WITH(sg::nn::Dropout(-0.1), "Dropout: p must be in [0, 1), got -0.1");
   REQUIRE_THROWS_WITH(sg::nn::Dropout(1.0), "Dropout: p must be in [0, 1), got 1");
   REQUIRE_NOTHROW(sg::nn::Dropout(0.0));

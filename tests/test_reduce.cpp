@@ -201,7 +201,7 @@ TEMPLATE_TEST_CASE("sum, mean, max and argmax along every axis match naive loops
   }
 }
 
-TEST_CASE("int64 sum, max and argmax along every axis; int64 mean throws", "[core]") {
+TEST_CASE("int64 sum, max and argmax along every axis, and int64 mean throws", "[core]") {
   uint64_t seed = 50;
   for (const Shape& shape : axis_shapes()) {
     // Large values: an int64 sum must not go through float.

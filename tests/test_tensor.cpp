@@ -442,7 +442,7 @@ TEST_CASE("printing abbreviates tensors above 1000 elements", "[core]") {
 
 // ---------------------------------------------------------------- random
 
-TEST_CASE("Generator reproduces the xoshiro256** reference stream", "[core]") {
+TEST_CASE("Generator reproduces a reference xoshiro256 (starstar) stream", "[core]") {
   for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{123456789}, ~uint64_t{0}}) {
     sg::Generator g(seed);
     RefXoshiro ref(seed);
@@ -498,7 +498,7 @@ TEST_CASE("Generator state save and restore reproduces the stream", "[core]") {
   for (int i = 0; i < 10; ++i) CHECK(h.next_u64() == g.next_u64());
 }
 
-TEST_CASE("rand: values in [low, high) with the right mean", "[core]") {
+TEST_CASE("rand: values from low up to but excluding high, with the right mean", "[core]") {
   sg::Generator g(11);
   for (sg::DType dt : {sg::float32, sg::float64}) {
     INFO("dtype " << dt);

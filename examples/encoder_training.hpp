@@ -1,0 +1,222 @@
+#pragma once
+// Training a tiny self-attention encoder on synthetic sequence tasks, shared
+// by examples/train_encoder.cpp and the training tests. Header-only so both
+// compile it as they are.
+//
+// Every batch is generated on the fly: sequences of random symbols with
+// random lengths, padded to the longest, with valid_lens masking the padding
+// and ignore_index hiding it from the loss. The tasks:
+//
+//   shift   label[t] = x[t - k] (0 for t < k): needs positions (relative ones)
+//   sort    label[t] = the t-th smallest symbol: needs absolute positions
+//   reverse label[t] = x[L - 1 - t]: needs positions and the length
+//   count   label[t] = how often x[t] occurs in the sequence: order does not
+//           matter, the control task that needs no positions at all
+#include <smallgrad.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace training {
+
+inline constexpr int64_t kPad = 0;        // token 0 pads; symbols are 1 .. vocab-1
+inline constexpr int64_t kIgnore = -100;  // label of padded positions
+
+inline const std::vector<std::string>& task_names() {
+  static const std::vector<std::string> names = {"shift", "sort", "reverse", "count"};
+  return names;
+}
+
+struct Config {
+  std::string task = "shift";
+  sg::nn::Positional positional = sg::nn::Positional::sinusoidal;
+  int64_t vocab = 16, hidden = 64, heads = 4, ffn = 128, blocks = 2;
+  double dropout = 0.0;
+  int64_t batch = 64, min_len = 4, max_len = 12;  // training lengths
+  int64_t eval_min_len = 13, eval_max_len = 16;   // longer than any seen in training
+  int64_t steps = 800, warmup = 50;
+  double lr = 3e-3, min_lr = 3e-4, weight_decay = 0.01, clip = 1.0;
+  std::string schedule = "cosine";  // or "constant"
+  int64_t shift = 1;
+  uint64_t seed = 0;
+  int64_t eval_every = 50, eval_sequences = 256;
+
+  // Output classes: symbols (0 = "none" for shift's first positions) or counts 0..max length.
+  int64_t classes() const { return task == "count" ? std::max(max_len, eval_max_len) + 1 : vocab; }
+  int64_t positions() const { return std::max(max_len, eval_max_len); }
+};
+
+inline void check_config(const Config& c) {
+  if (std::find(task_names().begin(), task_names().end(), c.task) == task_names().end())
+    sg::fail("train_encoder: unknown task '", c.task, "' (shift, sort, reverse, count)");
+  if (c.vocab < 3) sg::fail("train_encoder: vocab ", c.vocab, " must be at least 3");
+  if (c.min_len < 1 || c.max_len < c.min_len)
+    sg::fail("train_encoder: training lengths [", c.min_len, ", ", c.max_len, "] are empty");
+  if (c.eval_min_len < 1 || c.eval_max_len < c.eval_min_len)
+    sg::fail("train_encoder: evaluation lengths [", c.eval_min_len, ", ", c.eval_max_len, "] are empty");
+  if (c.steps < 1 || c.batch < 1 || c.eval_every < 1 || c.eval_sequences < 1)
+    sg::fail("train_encoder: steps ", c.steps, ", batch ", c.batch, ", eval_every ", c.eval_every,
+             " and eval_sequences ", c.eval_sequences, " must be positive");
+  if (c.shift < 1) sg::fail("train_encoder: shift ", c.shift, " must be at least 1");
+  if (c.schedule != "cosine" && c.schedule != "constant")
+    sg::fail("train_encoder: schedule '", c.schedule, "' is not cosine or constant");
+}
+
+struct Batch {
+  sg::Tensor ids;         // (B, T) int64, padded with kPad
+  sg::Tensor valid_lens;  // (B) int64
+  sg::Tensor labels;      // (B, T) int64, kIgnore on padding
+};
+
+// Sequences with lengths uniform in [min_len, max_len], padded to max_len.
+inline Batch make_batch(const Config& c, int64_t batch, int64_t min_len, int64_t max_len, sg::Generator& gen) {
+  std::vector<int64_t> ids(static_cast<size_t>(batch * max_len), kPad);
+  std::vector<int64_t> labels(ids.size(), kIgnore), lens(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = gen.randint(min_len, max_len + 1);
+    lens[static_cast<size_t>(b)] = len;
+    int64_t* x = ids.data() + b * max_len;
+    int64_t* y = labels.data() + b * max_len;
+    for (int64_t t = 0; t < len; ++t) x[t] = gen.randint(1, c.vocab);
+    if (c.task == "shift") {
+      for (int64_t t = 0; t < len; ++t) y[t] = t >= c.shift ? x[t - c.shift] : 0;
+    } else if (c.task == "sort") {
+      std::vector<int64_t> s(x, x + len);
+      std::sort(s.begin(), s.end());
+      std::copy(s.begin(), s.end(), y);
+    } else if (c.task == "reverse") {
+      for (int64_t t = 0; t < len; ++t) y[t] = x[len - 1 - t];
+    } else {  // count
+      for (int64_t t = 0; t < len; ++t) y[t] = std::count(x, x + len, x[t]);
+    }
+  }
+  return {sg::from_vector(ids, {batch, max_len}), sg::from_vector(lens, {batch}),
+          sg::from_vector(labels, {batch, max_len})};
+}
+
+// The encoder plus a linear head from each token's representation to its label.
+struct Model : sg::nn::Module {
+  explicit Model(const Config& c) {
+    sg::nn::TransformerEncoderOptions o;
+    o.vocab_size = c.vocab;
+    o.num_hiddens = c.hidden;
+    o.ffn_num_hiddens = c.ffn;
+    o.num_heads = c.heads;
+    o.num_blocks = c.blocks;
+    o.dropout = c.dropout;
+    o.positional = c.positional;
+    o.max_len = c.positions();
+    encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
+    head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.classes()));
+  }
+  // ids: (B, T), valid_lens: (B) -> logits: (B, T, classes)
+  sg::Tensor forward(const sg::Tensor& ids, const sg::Tensor& valid_lens) const {
+    return head->forward(encoder->forward(ids, valid_lens));
+  }
+  std::shared_ptr<sg::nn::TransformerEncoder> encoder;
+  std::shared_ptr<sg::nn::Linear> head;
+};
+
+// Fraction of non-padded positions whose arg-max logit is the label.
+inline double accuracy(const sg::Tensor& logits, const sg::Tensor& labels) {
+  const std::vector<int64_t> pred = sg::core::argmax(logits, -1).to_vector<int64_t>();
+  const std::vector<int64_t> y = labels.to_vector<int64_t>();
+  int64_t right = 0, total = 0;
+  for (size_t i = 0; i < y.size(); ++i)
+    if (y[i] != kIgnore) ++total, right += pred[i] == y[i];
+  return total ? static_cast<double>(right) / static_cast<double>(total) : 0.0;
+}
+
+// A fixed evaluation set: the same sequences for every model trained with
+// the same config (its generator is seeded from the lengths, not the run).
+struct EvalSet {
+  std::vector<Batch> batches;
+};
+inline EvalSet make_eval_set(const Config& c, int64_t min_len, int64_t max_len, uint64_t salt) {
+  sg::Generator gen(0x5eed0000ull + salt * 1000 + static_cast<uint64_t>(min_len * 100 + max_len));
+  EvalSet s;
+  for (int64_t done = 0; done < c.eval_sequences; done += c.batch)
+    s.batches.push_back(make_batch(c, std::min(c.batch, c.eval_sequences - done), min_len, max_len, gen));
+  return s;
+}
+
+inline double evaluate(Model& model, const EvalSet& set) {
+  sg::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  double right = 0, total = 0;
+  for (const Batch& b : set.batches) {
+    const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
+    const std::vector<int64_t> y = b.labels.to_vector<int64_t>();
+    double n = 0;
+    for (int64_t v : y) n += v != kIgnore;
+    right += accuracy(logits, b.labels) * n;
+    total += n;
+  }
+  model.train(was_training);
+  return total ? right / total : 0.0;
+}
+
+struct CurvePoint {
+  int64_t step;
+  double loss, train_acc, eval_acc;
+};
+
+struct Result {
+  std::vector<CurvePoint> curve;
+  double acc_train_lengths = 0, acc_longer = 0;
+  int64_t steps_to_95 = -1;  // first evaluation at >= 95%, -1 if never
+  double seconds = 0, tokens_per_second = 0;
+};
+
+// Progress callback: (step, steps, loss, accuracy, tokens/s, seconds left).
+using Progress = std::function<void(int64_t, int64_t, double, double, double, double)>;
+
+// Trains `model` with AdamW (warm-up + cosine or constant learning rate,
+// global-norm clipping) and evaluates on training and longer lengths.
+inline Result train(Model& model, const Config& c, const Progress& progress = nullptr) {
+  check_config(c);
+  sg::Generator data_gen(c.seed * 7919 + 1);
+  sg::optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
+  const auto schedule = c.schedule == "cosine"
+                            ? sg::optim::warmup_cosine_schedule(c.lr, std::min(c.warmup, c.steps), c.steps, c.min_lr)
+                            : sg::optim::constant_schedule(c.lr);
+  const EvalSet eval_train = make_eval_set(c, c.min_len, c.max_len, 1);
+  Result r;
+  model.train();
+  const auto start = std::chrono::steady_clock::now();
+  int64_t tokens = 0;
+  for (int64_t step = 1; step <= c.steps; ++step) {
+    const Batch b = make_batch(c, c.batch, c.min_len, c.max_len, data_gen);
+    const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
+    const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
+    opt.zero_grad();
+    sg::backward(loss);
+    if (c.clip > 0) sg::optim::clip_grad_norm(model.parameters(), c.clip);
+    opt.set_lr(schedule(opt.step_count()));
+    opt.step();
+    for (int64_t v : b.valid_lens.to_vector<int64_t>()) tokens += v;
+    if (step % c.eval_every == 0 || step == c.steps) {
+      const double train_acc = accuracy(logits, b.labels);
+      const double eval_acc = evaluate(model, eval_train);
+      r.curve.push_back({step, loss.item<double>(), train_acc, eval_acc});
+      if (r.steps_to_95 < 0 && eval_acc >= 0.95) r.steps_to_95 = step;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (progress)
+        progress(step, c.steps, loss.item<double>(), train_acc, static_cast<double>(tokens) / elapsed,
+                 elapsed / static_cast<double>(step) * static_cast<double>(c.steps - step));
+    }
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.tokens_per_second = static_cast<double>(tokens) / r.seconds;
+  r.acc_train_lengths = r.curve.back().eval_acc;
+  r.acc_longer = evaluate(model, make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  return r;
+}
+
+}  // namespace training

@@ -1,0 +1,31 @@
+# Checks what `train_encoder --compare --tasks shift,count --seeds 2` wrote in DIR:
+# the table and CSV have a row per run, and every plot is an SVG.
+foreach(f results.md results.csv curves_shift.svg curves_count.svg
+          attention_shift_none.svg attention_shift_sinusoidal.svg attention_shift_learned.svg
+          attention_count_none.svg attention_count_sinusoidal.svg attention_count_learned.svg)
+  if(NOT EXISTS ${DIR}/${f})
+    message(FATAL_ERROR "missing ${DIR}/${f}")
+  endif()
+  if(f MATCHES "svg$")
+    file(READ ${DIR}/${f} svg)
+    if(NOT svg MATCHES "^<svg" OR NOT svg MATCHES "</svg>\n$")
+      message(FATAL_ERROR "${f} is not a whole SVG document")
+    endif()
+  endif()
+endforeach()
+file(STRINGS ${DIR}/results.csv rows)
+list(LENGTH rows n)
+if(NOT n EQUAL 13)  # header + 2 tasks x 3 encodings x 2 seeds
+  message(FATAL_ERROR "results.csv has ${n} lines, expected 13")
+endif()
+foreach(row ${rows})
+  if(NOT row MATCHES "^(task,|(shift|count),(none|sinusoidal|learned),[0-9]+,[0-9.e-]+,[0-9.e-]+,-?[0-9]+,[0-9.e-]+$)")
+    message(FATAL_ERROR "bad row in results.csv: ${row}")
+  endif()
+endforeach()
+file(STRINGS ${DIR}/results.md table REGEX "^\\| (shift|count) \\| (none|sinusoidal|learned) \\|")
+list(LENGTH table m)
+if(NOT m EQUAL 6)
+  message(FATAL_ERROR "results.md has ${m} result rows, expected 6")
+endif()
+message("compare output complete: ${n} CSV lines, ${m} table rows")
