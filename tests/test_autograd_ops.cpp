@@ -11,18 +11,17 @@
 #include <functional>
 #include <string>
 
+#include "test_util.hpp"
+
 using Catch::Contains;
 using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
+using test_util::normal;
 
 namespace {
 
-Tensor normal(const Shape& shape, uint64_t seed) {
-  sg::Generator gen(seed);
-  return sg::randn(shape, gen, sg::float64);
-}
 
 // Values in [0.5, 2): safe for log, sqrt, fractional powers and division.
 Tensor positive(const Shape& shape, uint64_t seed) {

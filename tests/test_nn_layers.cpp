@@ -12,17 +12,16 @@
 #include <functional>
 #include <string>
 
+#include "test_util.hpp"
+
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
+using test_util::normal;
 
 namespace {
 
-Tensor normal(const Shape& shape, uint64_t seed) {
-  sg::Generator gen(seed);
-  return sg::randn(shape, gen, sg::float64);
-}
 
 Tensor ids(std::vector<int64_t> v, const Shape& shape) { return sg::from_vector(v, shape); }
 

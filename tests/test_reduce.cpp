@@ -18,39 +18,16 @@
 
 #include <smallgrad.hpp>
 
+#include "test_util.hpp"
+
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
+using test_util::count;
+using test_util::make;
+using test_util::uniform_values;
 
 namespace {
-
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-template <class T>
-Tensor make(const std::vector<T>& v, const Shape& s) {
-  if constexpr (std::is_same_v<T, double>)
-    return sg::from_vector(v, s, sg::float64);
-  else
-    return sg::from_vector(v, s);
-}
-
-template <class T>
-std::vector<T> uniform_values(const Shape& s, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(static_cast<size_t>(count(s)));
-  if constexpr (std::is_integral_v<T>) {
-    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
-    for (auto& x : v) x = d(rng);
-  } else {
-    std::uniform_real_distribution<double> d(lo, hi);
-    for (auto& x : v) x = static_cast<T>(d(rng));
-  }
-  return v;
-}
 
 // Small integers (as T): many ties for max/argmax, exact sums.
 template <class T>
