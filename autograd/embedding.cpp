@@ -2,6 +2,7 @@
 #include "autograd/ops.hpp"
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 #include <cstring>
 
@@ -24,9 +25,9 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   const size_t row = static_cast<size_t>(dim) * dtype_size(weight.dtype());
   const auto* src = static_cast<const char*>(weight.raw_data());
   auto* dst = static_cast<char*>(out.raw_data());
-#pragma omp parallel for if (n * dim >= kParallelElementwise) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
+  parallel_for(n, n * dim >= kParallelElementwise, [&](int64_t i) {
     std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(id[i]) * row, row);
+  });
 
   return record("embedding", out, {weight, ids}, [weight, ids](const Tensor& g) -> Grads {
     Tensor dw = zeros_like(weight);

@@ -4,6 +4,7 @@
 #include "autograd/ops.hpp"
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg {
 
@@ -27,8 +28,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     using T = decltype(tag);
     const T *in = x.data<T>(), *gm = gamma.data<T>(), *bt = beta.data<T>();
     T *o = out.data<T>(), *mu = mean.data<T>(), *rs = rstd.data<T>();
-#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
       const T* xr = in + r * dim;
       T s = 0;
       for (int64_t d = 0; d < dim; ++d) s += xr[d];
@@ -39,7 +39,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
       for (int64_t d = 0; d < dim; ++d) o[r * dim + d] = (xr[d] - m) * inv * gm[d] + bt[d];
       mu[r] = m;
       rs[r] = inv;
-    }
+    });
   });
 
   // With xhat = (x - mean) * rstd and gx = g * gamma, per row:
@@ -54,8 +54,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
       const T *in = x.data<T>(), *gm = gamma.data<T>(), *gp = g.data<T>();
       const T *mu = mean.data<T>(), *rs = rstd.data<T>();
       T *dxp = dx.data<T>(), *dg = dgamma.data<T>(), *db = dbeta.data<T>();
-#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
+      parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
         const T *xr = in + r * dim, *gr = gp + r * dim;
         T sum_gx = 0, sum_gx_xhat = 0;
         for (int64_t d = 0; d < dim; ++d) {
@@ -68,7 +67,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
           const T xhat = (xr[d] - mu[r]) * rs[r];
           dxp[r * dim + d] = rs[r] * (gr[d] * gm[d] - mean_gx - xhat * mean_gx_xhat);
         }
-      }
+      });
       // Parameter gradients sum over rows: one pass, in row order (deterministic).
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t d = 0; d < dim; ++d) {

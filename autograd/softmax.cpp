@@ -5,6 +5,7 @@
 #include "autograd/ops.hpp"
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg {
 
@@ -69,8 +70,7 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
     using T = decltype(tag);
     const T* x = scores.data<T>();
     T* y = out.data<T>();
-#pragma omp parallel for if (rows >= kParallelRows && scores.numel() >= kParallelElementwise / 4) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && scores.numel() >= kParallelElementwise / 4, [&](int64_t r) {
       const T* in = x + r * keys;
       T* o = y + r * keys;
       const int64_t n = len[static_cast<size_t>(r)];
@@ -84,7 +84,7 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
       }
       const T inv = T(1) / total;
       for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
-    }
+    });
   });
   return record("masked_softmax", out, {scores}, [y = out.detach(), len, keys](const Tensor& g) -> Grads {
     const Tensor gy = core::mul(g, y);

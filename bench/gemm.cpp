@@ -11,6 +11,7 @@
 #include <blis.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,9 +46,9 @@ int positive(const char* s) {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds per call of f and of g, timed in alternation (so that a
-// change in machine load affects both alike). Each repetition runs enough
-// calls to last at least ~20 ms.
+// Median seconds per call of f and of g, timed in alternation, and in
+// alternating order (so that a change in machine load or clock speed affects
+// both alike). Each repetition runs enough calls to last at least ~20 ms.
 std::pair<double, double> median_seconds(const std::function<void()>& f,
                                          const std::function<void()>& g, int reps) {
   f();  // warm up: caches, BLIS's memory pools, thread start-up
@@ -61,7 +62,8 @@ std::pair<double, double> median_seconds(const std::function<void()>& f,
   const int calls = std::max(1, static_cast<int>(0.02 / std::max(single, 1e-9)));
   std::vector<double> tf, tg;
   for (int r = 0; r < reps; ++r) {
-    for (auto [h, out] : {std::pair{&f, &tf}, std::pair{&g, &tg}}) {
+    const auto first = std::pair{&f, &tf}, second = std::pair{&g, &tg};
+    for (auto [h, out] : r % 2 ? std::array{second, first} : std::array{first, second}) {
       const auto t0 = Clock::now();
       for (int c = 0; c < calls; ++c) (*h)();
       out->push_back(std::chrono::duration<double>(Clock::now() - t0).count() / calls);

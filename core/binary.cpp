@@ -10,6 +10,7 @@
 
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::core {
 
@@ -78,8 +79,7 @@ void run_plan(const Plan& p, const T* a, const T* b, R* o, F f) {
   const int64_t outer_axes = static_cast<int64_t>(p.dims.size()) - 1;
   const int64_t block = rows >= kParallelRows ? inner : std::min<int64_t>(inner, 1 << 14);
   const int64_t blocks_per_row = (inner + block - 1) / block;
-#pragma omp parallel for if (total >= kParallelElementwise) schedule(static)
-  for (int64_t piece = 0; piece < rows * blocks_per_row; ++piece) {
+  parallel_for(rows * blocks_per_row, total >= kParallelElementwise, [&](int64_t piece) {
     const int64_t r = piece / blocks_per_row;
     const int64_t begin = (piece % blocks_per_row) * block, end = std::min(inner, begin + block);
     int64_t oa = 0, ob = 0, rem = r;
@@ -100,7 +100,7 @@ void run_plan(const Plan& p, const T* a, const T* b, R* o, F f) {
       for (int64_t i = begin; i < end; ++i) z[i] = f(x[0], y[i]);
     else
       for (int64_t i = begin; i < end; ++i) z[i] = f(x[i * ia], y[i * ib]);
-  }
+  });
 }
 
 template <bool kIntsOk, class F>

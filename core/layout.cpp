@@ -5,6 +5,7 @@
 
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::core {
 namespace {
@@ -80,8 +81,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-#pragma omp parallel for if (out.numel() >= kParallelElementwise) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, out.numel() >= kParallelElementwise, [&](int64_t r) {
       int64_t off = 0, rem = r;
       for (int64_t d = rank - 2; d >= 0; --d) {
         const int64_t i = rem % out_shape[static_cast<size_t>(d)];
@@ -91,7 +91,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
       const T* s = src + off;
       T* o = dst + r * inner;
       for (int64_t i = 0; i < inner; ++i) o[i] = s[i * inner_stride];
-    }
+    });
   });
   return out;
 }
@@ -122,10 +122,10 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
   const size_t row_bytes = static_cast<size_t>((end - start) * inner) * esz;
   const auto* src = static_cast<const char*>(x.raw_data());
   auto* dst = static_cast<char*>(out.raw_data());
-#pragma omp parallel for if (out.numel() >= kParallelElementwise) schedule(static)
-  for (int64_t o = 0; o < outer; ++o)
+  parallel_for(outer, out.numel() >= kParallelElementwise, [&](int64_t o) {
     std::memcpy(dst + static_cast<size_t>(o) * row_bytes,
                 src + static_cast<size_t>((o * n + start) * inner) * esz, row_bytes);
+  });
   return out;
 }
 
@@ -178,9 +178,8 @@ Tensor to(const Tensor& x, DType dtype) {
       const S* s = x.data<S>();
       D* d = out.data<D>();
       const int64_t n = x.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
-    });
+      parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { d[i] = static_cast<D>(s[i]); });
+  });
   });
   return out;
 }

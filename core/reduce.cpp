@@ -7,6 +7,7 @@
 
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::core {
 namespace {
@@ -36,21 +37,19 @@ template <class T>
 void sum_kernel(const T* x, T* out, Split s) {
   const int64_t work = s.outer * s.n * s.inner;
   if (s.inner == 1) {
-#pragma omp parallel for if (work >= kParallelElementwise && s.outer > 1) schedule(static)
-    for (int64_t o = 0; o < s.outer; ++o) {
+    parallel_for(s.outer, work >= kParallelElementwise, [&](int64_t o) {
       const T* row = x + o * s.n;
       T acc = 0;
       for (int64_t j = 0; j < s.n; ++j) acc += row[j];
       out[o] = acc;
-    }
+    });
     return;
   }
   // Blocks of the inner axis, so that few long rows (a bias gradient: outer
   // 1, n = B*T, inner = C) still spread over threads.
   const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.inner, 512));  // inner may be 0
   const int64_t blocks = (s.inner + block - 1) / block;
-#pragma omp parallel for if (work >= kParallelElementwise) schedule(static)
-  for (int64_t piece = 0; piece < s.outer * blocks; ++piece) {
+  parallel_for(s.outer * blocks, work >= kParallelElementwise, [&](int64_t piece) {
     const int64_t o = piece / blocks, begin = (piece % blocks) * block;
     const int64_t end = std::min(s.inner, begin + block);
     T* dst = out + o * s.inner;
@@ -59,7 +58,7 @@ void sum_kernel(const T* x, T* out, Split s) {
       const T* src = x + (o * s.n + j) * s.inner;
       for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
     }
-  }
+  });
 }
 
 // x: (outer, n, inner) -> values: (outer, inner) and/or indices: (outer, inner).
@@ -67,8 +66,7 @@ void sum_kernel(const T* x, T* out, Split s) {
 template <class T>
 void max_kernel(const T* x, T* values, int64_t* indices, Split s) {
   const int64_t work = s.outer * s.n * s.inner;
-#pragma omp parallel for if (work >= kParallelElementwise) schedule(static)
-  for (int64_t piece = 0; piece < s.outer * s.inner; ++piece) {
+  parallel_for(s.outer * s.inner, work >= kParallelElementwise, [&](int64_t piece) {
     const int64_t o = piece / s.inner, i = piece % s.inner;
     const T* src = x + o * s.n * s.inner + i;
     T best = src[0];
@@ -79,7 +77,7 @@ void max_kernel(const T* x, T* values, int64_t* indices, Split s) {
     }
     if (values) values[piece] = best;
     if (indices) indices[piece] = arg;
-  }
+  });
 }
 
 Tensor sum_range(const Tensor& x, int64_t begin, int64_t end, const Shape& out_shape) {
@@ -145,12 +143,11 @@ Tensor sum(const Tensor& x) {
     using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
     const T* p = x.data<T>();
     std::vector<Acc> partial(static_cast<size_t>(blocks), Acc{0});
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
+    parallel_for(blocks, n >= kParallelElementwise, [&](int64_t b) {
       T acc = 0;  // T inside a block keeps the loop vectorised
       for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) acc += p[i];
       partial[static_cast<size_t>(b)] = acc;
-    }
+    });
     Acc total = 0;
     for (Acc v : partial) total += v;
     *out.data<T>() = static_cast<T>(total);

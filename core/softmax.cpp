@@ -4,6 +4,7 @@
 
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::core {
 namespace {
@@ -20,8 +21,7 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-#pragma omp parallel for if (rows >= kParallelRows && x.numel() >= kParallelElementwise / 4) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
       const T* in = src + r * n;
       T* o = dst + r * n;
       T m = in[0];
@@ -41,7 +41,7 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
         const T inv = T(1) / total;
         for (int64_t i = 0; i < n; ++i) o[i] *= inv;
       }
-    }
+    });
   });
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::core {
 namespace {
@@ -18,8 +19,7 @@ Tensor map(const Tensor& x, const char* op, F f) {
     const T* a = x.data<T>();
     T* o = out.data<T>();
     const int64_t n = x.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(f(a[i]));
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { o[i] = static_cast<T>(f(a[i])); });
   };
   if constexpr (kIntsOk)
     visit_dtype(x.dtype(), run);
@@ -79,8 +79,7 @@ void fill_(Tensor& dst, double value) {
     T* o = dst.data<T>();
     const T v = static_cast<T>(value);
     const int64_t n = dst.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t i = 0; i < n; ++i) o[i] = v;
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { o[i] = v; });
   });
 }
 
@@ -90,8 +89,7 @@ void scale_(Tensor& dst, double s) {
     T* o = dst.data<T>();
     const T v = static_cast<T>(s);
     const int64_t n = dst.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t i = 0; i < n; ++i) o[i] *= v;
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { o[i] *= v; });
   });
 }
 

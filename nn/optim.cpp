@@ -13,6 +13,7 @@
 #include "autograd/node.hpp"
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
+#include "core/parallel.hpp"
 
 namespace sg::optim {
 namespace {
@@ -30,13 +31,12 @@ double sum_of_squares(const T* x, int64_t n) {
   constexpr int64_t kChunk = 1 << 14;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  parallel_for(chunks, n >= kParallelElementwise, [&](int64_t c) {
     double s = 0;
     const int64_t end = std::min(n, (c + 1) * kChunk);
     for (int64_t i = c * kChunk; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
     partial[static_cast<size_t>(c)] = s;
-  }
+  });
   double total = 0;
   for (double s : partial) total += s;
   return total;
@@ -222,8 +222,7 @@ void SGD::update(size_t i) {
     const T momentum = static_cast<T>(options_.momentum);
     const bool decay = options_.weight_decay != 0, nesterov = options_.nesterov;
     const int64_t n = p.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t j) {
       T d = gd[j];
       if (decay) d = d + wd * pd[j];
       if (bd) {
@@ -232,7 +231,7 @@ void SGD::update(size_t i) {
         d = nesterov ? d + momentum * b : b;
       }
       pd[j] = pd[j] + neg_lr * d;
-    }
+    });
   });
 }
 
@@ -289,8 +288,7 @@ void Adam::update(size_t i) {
     const T decay_factor = static_cast<T>(1 - lr_ * o.weight_decay);
     const bool l2 = !decoupled_ && o.weight_decay != 0, decoupled = decoupled_;
     const int64_t n = p.numel();
-#pragma omp parallel for if (n >= kParallelElementwise) schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t j) {
       T pj = pd[j];
       T gj = gd[j];
       if (decoupled) pj = pj * decay_factor;
@@ -301,7 +299,7 @@ void Adam::update(size_t i) {
       vd[j] = v;
       const T denom = std::sqrt(v) / bc2_sqrt + eps;
       pd[j] = pj + neg_step_size * m / denom;
-    }
+    });
   });
 }
 

@@ -334,7 +334,7 @@ TEST_CASE("no graph node outlives the step", "[autograd][engine]") {
   SECTION("an error during backward leaks nothing") {
     {
       Tensor y = sg::record("bad", sg::core::affine(w, 1.0, 0.0), {w},
-                            [](const Tensor& g) -> Grads { return {sg::ones({5}, sg::float64)}; });
+                            [](const Tensor&) -> Grads { return {sg::ones({5}, sg::float64)}; });
       REQUIRE_THROWS(sg::backward(sg::sum(sg::exp(y))));
     }
     REQUIRE(sg::Node::live_count() == start);
@@ -390,8 +390,10 @@ TEST_CASE("ten thousand training steps keep the node count and memory flat", "[a
   INFO("resident at step 1000: " << rss_at_1000 << " bytes, at step 10000: " << rss_at_10000);
   REQUIRE(max_nodes == 0);
   REQUIRE(rss_at_1000 > 0);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed memory resident on purpose
   // 9,000 more steps may not add more than 256 KiB (a leak of one small
   // tensor or node per step would add well over 1 MiB).
   REQUIRE(rss_at_10000 - rss_at_1000 < 256 * 1024);
+#endif
   REQUIRE(loss < 0.5 * first_loss);  // and it did train
 }

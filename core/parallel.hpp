@@ -1,0 +1,26 @@
+#pragma once
+// The one way kernels use OpenMP threads. Private to the library's sources
+// (compiled with -fopenmp); not part of the umbrella header.
+#include <cstdint>
+
+#include "core/runtime.hpp"
+
+namespace sg {
+
+// for (i = 0; i < n; ++i) body(i): spread over the OpenMP threads when
+// `parallel` (the work is big enough to pay for a parallel region), else a
+// plain loop. Why not `#pragma omp parallel for if (cond)`: libgomp enters
+// the region even when cond is false, about 2 µs each time, more than a
+// small tensor's arithmetic (it was 85% of the time of a chain of
+// 64-element ops). Iterations go to threads in fixed contiguous blocks.
+template <class F>
+inline void parallel_for(int64_t n, bool parallel, F&& body) {
+  if (parallel && n > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) body(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) body(i);
+  }
+}
+
+}  // namespace sg
