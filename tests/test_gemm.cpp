@@ -363,7 +363,7 @@ TEST_CASE("matmul results do not depend on the thread count", "[gemm]") {
       {{300, 300}, {300, 300}},        // multi-thread BLIS
       {{8, 128, 64}, {64, 128}},       // encoder Linear: one (1024, 64) x (64, 128)
       {{4, 16, 16, 16}, {4, 16, 16, 16}},  // parallel small kernel
-      {{6, 100, 90}, {6, 90, 80}},     // parallel one-thread BLIS
+      {{3, 130, 300}, {3, 300, 120}},  // parallel one-thread BLIS (k > 256)
   };
   for (const auto& [sa, sb] : shapes) {
     INFO(sg::detail::cat(sa, " by ", sb));
