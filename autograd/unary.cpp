@@ -58,7 +58,8 @@ Tensor abs(const Tensor& x) {
 
 Tensor pow(const Tensor& x, double p) {
   return record("pow", core::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
-    // d x^p = p x^(p-1)
+    // d x^p = p x^(p-1); for p = 0 exactly 0 (not 0 * x^-1, NaN at x = 0)
+    if (p == 0) return {zeros_like(x)};
     Tensor d = p == 2 ? core::affine(x, 2.0, 0) : core::affine(core::pow(x, p - 1), p, 0);
     return {core::mul(g, d)};
   });

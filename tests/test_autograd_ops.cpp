@@ -679,3 +679,9 @@ TEST_CASE("cross_entropy rejects out-of-range targets and mismatched shapes", "[
                       Contains("targets of shape (3) for logits of shape (2, 5): expected (2)"));
   REQUIRE_THROWS_WITH(sg::cross_entropy(logits, normal({2}, 1)), Contains("targets must be int64"));
 }
+
+TEST_CASE("pow with exponent 0 has gradient 0 everywhere, also at x = 0", "[autograd]") {
+  Tensor x = sg::from_vector(std::vector<double>{-1, 0, 2}, {3}).set_requires_grad();
+  sg::backward(sg::sum(sg::pow(x, 0.0)));
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 0});
+}

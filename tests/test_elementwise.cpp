@@ -93,25 +93,11 @@ struct Tol<int64_t> {
 
 // One assertion per comparison: the count of mismatching elements, with the
 // first mismatch printed when there is one.
+// test_util::check_values, and a form with this file's tolerances for T.
+using test_util::check_values;
 template <class T>
-void check_values(const Tensor& got, const Shape& shape, const std::vector<double>& want,
-                  double rel = Tol<T>::rel, double abs = Tol<T>::abs) {
-  REQUIRE(got.shape() == shape);
-  REQUIRE(got.dtype() == sg::dtype_of<T>);
-  const std::vector<T> g = got.to_vector<T>();
-  REQUIRE(g.size() == want.size());
-  int64_t bad = 0;
-  std::ostringstream first;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const double gi = static_cast<double>(g[i]), wi = want[i];
-    const bool ok = (std::isnan(gi) && std::isnan(wi)) || gi == wi ||
-                    std::fabs(gi - wi) <= abs + rel * std::fabs(wi);
-    if (!ok && bad++ == 0)
-      first << std::setprecision(17) << "first mismatch at flat index " << i << ": got " << gi
-            << ", want " << wi;
-  }
-  INFO(first.str());
-  CHECK(bad == 0);
+void check_values(const Tensor& got, const Shape& shape, const std::vector<double>& want) {
+  test_util::check_values<T>(got, shape, want, Tol<T>::rel, Tol<T>::abs);
 }
 
 struct ThreadCount {  // restores the thread count when the test ends

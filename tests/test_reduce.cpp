@@ -26,6 +26,9 @@ using sg::Tensor;
 using test_util::count;
 using test_util::make;
 using test_util::uniform_values;
+using test_util::unravel;
+using test_util::ravel;
+using test_util::check_values;
 
 namespace {
 
@@ -37,22 +40,6 @@ std::vector<T> tie_values(const Shape& s, uint64_t seed) {
   std::vector<T> v(static_cast<size_t>(count(s)));
   for (auto& x : v) x = static_cast<T>(d(rng));
   return v;
-}
-
-// The multi-index of row-major element `flat` of `shape`.
-std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t k = shape.size(); k-- > 0;) {
-    idx[k] = flat % shape[k];
-    flat /= shape[k];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
-  int64_t flat = 0;
-  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
-  return flat;
 }
 
 struct Reduced {
@@ -98,24 +85,6 @@ std::vector<double> naive_sum_to(const std::vector<T>& x, const Shape& from, con
     out[static_cast<size_t>(o)] += static_cast<double>(x[static_cast<size_t>(flat)]);
   }
   return out;
-}
-
-template <class T>
-void check_values(const Tensor& got, const Shape& shape, const std::vector<double>& want, double rel, double abs) {
-  REQUIRE(got.shape() == shape);
-  REQUIRE(got.dtype() == sg::dtype_of<T>);
-  const std::vector<T> g = got.to_vector<T>();
-  REQUIRE(g.size() == want.size());
-  int64_t bad = 0;
-  std::ostringstream first;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const double gi = static_cast<double>(g[i]), wi = want[i];
-    const bool ok = (std::isnan(gi) && std::isnan(wi)) || gi == wi || std::fabs(gi - wi) <= abs + rel * std::fabs(wi);
-    if (!ok && bad++ == 0)
-      first << std::setprecision(17) << "first mismatch at flat index " << i << ": got " << gi << ", want " << wi;
-  }
-  INFO(first.str());
-  CHECK(bad == 0);
 }
 
 // Tolerance for a sum of n terms of magnitude at most `mag`: a few roundings

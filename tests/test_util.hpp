@@ -2,7 +2,12 @@
 // Helpers shared by the kernel tests: tensors from plain vectors, and seeded
 // random values drawn with the standard library (independently of sg's own
 // generator, so a bug there cannot hide in the expected values).
+#include <catch2/catch.hpp>
+
+#include <cmath>
 #include <cstdint>
+#include <iomanip>
+#include <sstream>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -45,6 +50,46 @@ std::vector<T> uniform_values(const sg::Shape& s, double lo, double hi, uint64_t
 inline sg::Tensor normal(const sg::Shape& shape, uint64_t seed) {
   sg::Generator gen(seed);
   return sg::randn(shape, gen, sg::float64);
+}
+
+// The multi-index of row-major element `flat` of `shape`, and back.
+inline std::vector<int64_t> unravel(int64_t flat, const sg::Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  return idx;
+}
+
+inline int64_t ravel(const std::vector<int64_t>& idx, const sg::Shape& shape) {
+  int64_t flat = 0;
+  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + idx[k];
+  return flat;
+}
+
+// got has shape and T's dtype, and every element is within abs + rel * |want|
+// of want (NaN matches NaN). One assertion per tensor, reporting how many
+// elements differ and the first of them.
+template <class T>
+void check_values(const sg::Tensor& got, const sg::Shape& shape, const std::vector<double>& want,
+                  double rel, double abs) {
+  REQUIRE(got.shape() == shape);
+  REQUIRE(got.dtype() == sg::dtype_of<T>);
+  const std::vector<T> g = got.to_vector<T>();
+  REQUIRE(g.size() == want.size());
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double gi = static_cast<double>(g[i]), wi = want[i];
+    const bool ok = (std::isnan(gi) && std::isnan(wi)) || gi == wi ||
+                    std::fabs(gi - wi) <= abs + rel * std::fabs(wi);
+    if (!ok && bad++ == 0)
+      first << std::setprecision(17) << "first mismatch at flat index " << i << ": got " << gi
+            << ", want " << wi;
+  }
+  INFO(first.str());
+  CHECK(bad == 0);
 }
 
 }  // namespace test_util
