@@ -1,0 +1,168 @@
+// The encoder's training step, timed: forward, cross-entropy, backward and
+// an Adam update of a TransformerEncoder plus a linear head over the
+// vocabulary, with d2l semantics, on random token ids.
+//
+//   build/release/bench/train_step [--config tiny|medium|large|all] [--threads N]
+//                                  [--steps N] [--warmup N] [--dropout P]
+//
+// Prints one line per configuration: median milliseconds per step, tokens
+// per second, achieved GFLOP/s and its fraction of this machine's sgemm peak
+// measured in the same run (model FLOPs utilisation), and peak resident
+// memory. bench/torch_train_step.py is the same model in PyTorch, and
+// bench/compare_train_step.sh runs both side by side.
+//
+// FLOPs per step (multiply-adds count 2), with N = batch * seq tokens,
+// H hidden, F ffn, V vocabulary, L blocks, T seq:
+//   forward  = 2 N (L (4 H^2 + 2 H F) + H V)      the linear layers
+//            + 2 * 2 N T H L                        Q K^T and weights x V
+//   step     = 3 * forward                          backward is twice forward
+// Elementwise work (softmax, layer norm, Adam) is not counted.
+#include <smallgrad.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Config {
+  const char* name;
+  int64_t vocab, batch, seq, hidden, heads, ffn, blocks;
+};
+
+const Config kConfigs[] = {
+    {"tiny", 16, 64, 16, 64, 4, 128, 2},
+    {"medium", 64, 32, 64, 128, 4, 256, 2},
+    {"large", 256, 16, 128, 256, 8, 1024, 4},
+};
+
+double flops_per_step(const Config& c) {
+  const double n = static_cast<double>(c.batch * c.seq), h = static_cast<double>(c.hidden);
+  const double linear = 2 * n * (c.blocks * (4 * h * h + 2 * h * c.ffn) + h * c.vocab);
+  const double attention = 2.0 * 2.0 * n * c.seq * h * c.blocks;
+  return 3 * (linear + attention);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// This machine's sgemm peak on the current thread count: the best of a few
+// 1024^3 products through the wrapper.
+double sgemm_peak_gflops() {
+  const int64_t n = 1024;
+  const sg::Tensor a = sg::rand({n, n}), b = sg::rand({n, n});
+  sg::Tensor c = sg::empty({n, n});
+  double best = 0;
+  for (int r = 0; r < 7; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sg::core::gemm<float>(false, false, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
+                          c.data<float>(), n);
+    best = std::max(best, 2.0 * n * n * n / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+struct Encoder : sg::nn::Module {
+  explicit Encoder(const Config& c, double dropout) {
+    sg::nn::TransformerEncoderOptions o;
+    o.vocab_size = c.vocab;
+    o.num_hiddens = c.hidden;
+    o.ffn_num_hiddens = c.ffn;
+    o.num_heads = c.heads;
+    o.num_blocks = c.blocks;
+    o.dropout = dropout;
+    o.max_len = c.seq;
+    encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
+    head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.vocab));
+  }
+  std::shared_ptr<sg::nn::TransformerEncoder> encoder;
+  std::shared_ptr<sg::nn::Linear> head;
+};
+
+void run(const Config& c, int steps, int warmup, double dropout, double peak) {
+  sg::manual_seed(0);
+  Encoder model(c, dropout);
+  sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});
+  sg::Generator gen(1);
+  // Every sequence full length; valid_lens still go through the mask.
+  const sg::Tensor ids = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
+  const sg::Tensor labels = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
+  const sg::Tensor valid_lens = sg::full({c.batch}, static_cast<double>(c.seq), sg::int64);
+  std::vector<double> times;
+  double loss_value = 0;
+  for (int s = 0; s < warmup + steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const sg::Tensor logits = model.head->forward(model.encoder->forward(ids, valid_lens));
+    const sg::Tensor loss = sg::cross_entropy(logits, labels);
+    opt.zero_grad();
+    sg::backward(loss);
+    opt.step();
+    if (s >= warmup) times.push_back(seconds_since(t0));
+    loss_value = loss.item<double>();
+  }
+  const double ms = median(times) * 1e3;
+  const double gflops = flops_per_step(c) / (ms * 1e-3) / 1e9;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("%-7s threads %d  %9.3f ms/step  %10.0f tokens/s  %7.1f GFLOP/s  MFU %5.1f%% of %.0f  "
+              "peak RSS %ld MiB  loss %.4f\n",
+              c.name, sg::num_threads(), ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
+              peak, usage.ru_maxrss / 1024, loss_value);
+  std::fflush(stdout);
+}
+
+int usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--config tiny|medium|large|all] [--threads N] [--steps N] [--warmup N] "
+               "[--dropout P]\n",
+               argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string which = "all";
+  int threads = 0, steps = 50, warmup = 5;
+  double dropout = 0.1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      usage(argv[0]);
+      return 0;
+    }
+    if (i + 1 >= argc) return usage(argv[0]);
+    const char* v = argv[++i];
+    char* end = nullptr;
+    if (arg == "--config") {
+      which = v;
+      if (which != "all" && which != "tiny" && which != "medium" && which != "large") return usage(argv[0]);
+    } else if (arg == "--threads" || arg == "--steps" || arg == "--warmup") {
+      const long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < (arg == "--warmup" ? 0 : 1)) return usage(argv[0]);
+      (arg == "--threads" ? threads : arg == "--steps" ? steps : warmup) = static_cast<int>(n);
+    } else if (arg == "--dropout") {
+      dropout = std::strtod(v, &end);
+      if (*end != '\0' || !(dropout >= 0 && dropout < 1)) return usage(argv[0]);
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  if (threads) sg::set_num_threads(threads);
+  const double peak = sgemm_peak_gflops();
+  for (const Config& c : kConfigs)
+    if (which == "all" || which == c.name) run(c, steps, warmup, dropout, peak);
+  return 0;
+}
