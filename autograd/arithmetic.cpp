@@ -39,7 +39,12 @@ Tensor affine(const Tensor& x, double alpha, double beta) {
 }
 
 Tensor neg(const Tensor& x) { return affine(x, -1.0); }
-Tensor sub(const Tensor& a, const Tensor& b) { return add(a, neg(b)); }
+Tensor sub(const Tensor& a, const Tensor& b) {
+  // Checked here so that a mistake names sub, not the add it becomes.
+  core::broadcast_shapes(a.shape(), b.shape(), "sub");
+  check_same_dtype(a, b, "sub");
+  return add(a, neg(b));
+}
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

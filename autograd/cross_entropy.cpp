@@ -14,6 +14,8 @@ namespace sg {
 // and 0 on ignored rows.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   if (logits.dim() < 1) fail("cross_entropy: logits must have a class axis, got ", logits.shape());
+  if (!is_floating(logits.dtype()))
+    fail("cross_entropy: logits must be float32 or float64, got ", logits.dtype(), " ", logits.shape());
   if (targets.dtype() != int64)
     fail("cross_entropy: targets must be int64, got ", targets.dtype(), " ", targets.shape());
   const Shape expected(logits.shape().begin(), logits.shape().end() - 1);

@@ -1,5 +1,10 @@
 // The backward engine: topological order from the output, each node's
-// backward once, gradient shapes checked against their inputs.
+// backward once, gradient shapes checked against their inputs. Also the
+// recording and anomaly-mode switches, and anomaly mode's checks.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "autograd/node.hpp"
@@ -9,6 +14,10 @@ namespace sg {
 namespace {
 std::atomic<int64_t> g_live_nodes{0};
 thread_local bool g_grad_enabled = true;
+thread_local bool g_anomaly_mode = false;
+// Anomaly mode only: the op whose backward is running, so that a NaN found
+// in an op called inside that backward is reported with it.
+thread_local const char* g_in_backward_of = nullptr;
 }  // namespace
 
 Node::Node(const char* op_name, std::vector<Tensor> in, BackwardFn fn)
@@ -22,6 +31,112 @@ bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
+bool anomaly_mode() { return g_anomaly_mode; }
+void set_anomaly_mode(bool on) { g_anomaly_mode = on; }
+AnomalyModeGuard::AnomalyModeGuard(bool on) : previous_(g_anomaly_mode) { g_anomaly_mode = on; }
+AnomalyModeGuard::~AnomalyModeGuard() { g_anomaly_mode = previous_; }
+
+namespace {
+
+// ---- anomaly mode: the checks and their messages, called only while it is on ----
+
+// The flat index of the first NaN or infinity in t, or -1 (int64 holds neither).
+int64_t first_nonfinite(const Tensor& t) {
+  if (!t.defined() || !is_floating(t.dtype())) return -1;
+  return visit_floating(t.dtype(), "anomaly mode", [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    const T* p = t.data<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(p[i])) return i;
+    return -1;
+  });
+}
+
+// "NaN at element 4 (1, 1)"
+std::string where(const Tensor& t, int64_t i) {
+  const double v = visit_floating(t.dtype(), "anomaly mode",
+                                  [&](auto tag) { return static_cast<double>(t.data<decltype(tag)>()[i]); });
+  return detail::cat(std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf", " at element ", i, " ",
+                     unravel_index(i, t.shape()));
+}
+
+// "(2, 3) float32 made by 'sub'" or "(3) float32, a leaf"
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "none";
+  return detail::cat(t.shape(), " ", t.dtype(),
+                     t.node() ? detail::cat(" made by '", t.node()->op, "'") : std::string(", a leaf"));
+}
+
+std::string describe_all(const std::vector<Tensor>& inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? "; " : "") + describe(inputs[i]);
+  return s;
+}
+
+void check_forward(const char* op, const Tensor& out, const std::vector<Tensor>& inputs) {
+  const int64_t bad = first_nonfinite(out);
+  if (bad < 0) return;
+  std::string cause = "; every input was finite";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (const int64_t j = first_nonfinite(inputs[i]); j >= 0) {
+      cause = detail::cat("; input ", i, " already held ", where(inputs[i], j));
+      break;
+    }
+  fail("anomaly mode: '", op, "' produced ", where(out, bad), " of its output ", out.shape(), " ",
+       out.dtype(), ", from inputs ", describe_all(inputs), cause,
+       g_in_backward_of ? detail::cat(" (called in the backward of '", g_in_backward_of, "')") : "");
+}
+
+// One backward pass's trail: for each node, the consumer whose gradient
+// reached it first. It tells which way the gradient came from the output.
+struct Trail {
+  std::unordered_map<const Node*, const Node*> from;
+
+  // "'sum' -> 'mul' -> 'log'": from the output down to node (the last 8 ops).
+  std::string to(const Node* node) const {
+    std::vector<const char*> ops{node->op};  // node first, the output last
+    for (auto it = from.find(node); it != from.end(); it = from.find(it->second))
+      ops.push_back(it->second->op);
+    const size_t shown = std::min<size_t>(ops.size(), 8);
+    std::string s = ops.size() > shown ? "... -> " : "";
+    for (size_t k = shown; k-- > 0;) s += detail::cat("'", ops[k], "'", k ? " -> " : "");
+    return s;
+  }
+};
+
+void check_gradient(const Node& node, size_t input, const Tensor& grad, const Tensor& grad_output,
+                    const Trail& trail) {
+  const int64_t bad = first_nonfinite(grad);
+  if (bad < 0) return;
+  fail("anomaly mode: the backward of '", node.op, "' returned ", where(grad, bad),
+       " in the gradient for its input ", input, " (", describe(node.inputs[input]),
+       "), from a finite gradient of its output ", grad_output.shape(), "; the forward '", node.op,
+       "' read ", describe_all(node.inputs), "; the gradient came from the output through ",
+       trail.to(&node));
+}
+
+// The gradients that consumers sent to node's output were each finite (each
+// was checked), so a non-finite sum is an overflow of the sum.
+void check_sum(const Node& node, const Tensor& grad_output, const Trail& trail) {
+  const int64_t bad = first_nonfinite(grad_output);
+  if (bad < 0) return;
+  fail("anomaly mode: the gradients summed for the output ", grad_output.shape(), " of '", node.op,
+       "' overflowed to ", where(grad_output, bad), ", each of them finite; the gradient came from "
+       "the output through ", trail.to(&node));
+}
+
+// node's backward with g_in_backward_of naming it, restored also when it throws.
+Grads backward_naming_op(Node& node, const Tensor& grad_output) {
+  struct Restore {
+    const char* previous;
+    ~Restore() { g_in_backward_of = previous; }
+  } restore{g_in_backward_of};
+  g_in_backward_of = node.op;
+  return node.backward(grad_output);
+}
+
+}  // namespace
+
 bool any_requires_grad(const std::vector<Tensor>& inputs) {
   if (!g_grad_enabled) return false;
   for (const Tensor& t : inputs)
@@ -30,6 +145,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (g_anomaly_mode) check_forward(op, out, inputs);  // before the early return: ops that record nothing too
   if (!any_requires_grad(inputs)) return out;
   TensorImpl* impl = out.impl();
   if (impl->node || impl->requires_grad)
@@ -95,6 +211,11 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
     fail("backward: gradient of shape ", seed.shape(), " and dtype ", seed.dtype(),
          " for an output of shape ", output.shape(), " and dtype ", output.dtype());
   }
+  const bool anomaly = g_anomaly_mode;
+  if (anomaly)
+    if (const int64_t bad = first_nonfinite(seed); bad >= 0)
+      fail("anomaly mode: the gradient passed to backward() holds ", where(seed, bad), " of ",
+           seed.shape(), " ", seed.dtype());
   if (output.is_leaf()) {
     accumulate_leaf(output, seed);
     return;
@@ -106,11 +227,13 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
   // partial sums in the nodes it had not reached yet; start from none.
   for (const auto& node : order) node->grad = Tensor();
   output.node()->grad = seed;
+  Trail trail;  // filled in anomaly mode only
   for (const auto& node : order) {
     Tensor g = std::move(node->grad);
     node->grad = Tensor();
     if (g.defined()) {
-      Grads grads = node->backward(g);
+      if (anomaly) check_sum(*node, g, trail);
+      Grads grads = anomaly ? backward_naming_op(*node, g) : node->backward(g);
       if (grads.size() != node->inputs.size())
         fail("backward of '", node->op, "' returned ", grads.size(), " gradients for ",
              node->inputs.size(), " inputs");
@@ -121,6 +244,10 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
         if (gi.shape() != in.shape() || gi.dtype() != in.dtype())
           fail("backward of '", node->op, "' returned a gradient of shape ", gi.shape(), " (",
                gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
+        if (anomaly) {
+          check_gradient(*node, i, gi, g, trail);
+          if (in.node()) trail.from.try_emplace(in.node().get(), node.get());
+        }
         if (in.node())
           accumulate(in.node()->grad, gi);
         else

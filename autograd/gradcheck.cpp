@@ -13,15 +13,6 @@
 namespace sg {
 namespace {
 
-Shape unravel(int64_t index, const Shape& shape) {
-  Shape c(shape.size());
-  for (size_t k = shape.size(); k-- > 0;) {
-    c[k] = index % shape[k];
-    index /= shape[k];
-  }
-  return c;
-}
-
 // L = sum(y * w) in double, y evaluated without recording a graph.
 double projected(const std::function<Tensor()>& fn, const Tensor& w) {
   NoGradGuard no_grad;
@@ -88,7 +79,7 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
         r.ok = false;
         ++r.failed;
         if (static_cast<int>(r.mismatches.size()) < opt.max_reported)
-          r.mismatches.push_back({i, j, unravel(j, leaves[i].shape()), analytic, numeric, error});
+          r.mismatches.push_back({i, j, unravel_index(j, leaves[i].shape()), analytic, numeric, error});
       }
     }
   }

@@ -54,16 +54,68 @@ class NoGradGuard {
 };
 
 // Gives `out` a node when recording is on and any input requires grad, and
-// returns it. This is how every op joins the graph:
+// returns it. This is how every op joins the graph: the library's own, and
+// yours, defined in your program with no change to the library (PyTorch's
+// autograd.Function). A whole op, forward and backward:
 //
-//   Tensor out = core::exp(x);
-//   return record("exp", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
-//     return {core::mul(g, y)};
-//   });
+//   // y = x^2, dy/dx = 2x
+//   sg::Tensor square(const sg::Tensor& x) {
+//     return sg::record("square", sg::core::mul(x, x), {x}, [x](const sg::Tensor& g) -> sg::Grads {
+//       return {sg::core::mul(g, sg::core::affine(x, 2, 0))};  // dL/dx = dL/dy * 2x
+//     });
+//   }
+//
+//   op        the op's name, for errors, anomaly mode and to_dot. The node
+//             keeps the pointer: pass a string literal, not a temporary's c_str().
+//   out       the forward's result, computed with the graph-free kernels
+//             (sg::core) so it has no node yet; an output that is already in
+//             a graph throws.
+//   inputs    every tensor the result depends on, in the order backward's
+//             gradients come back. An input that needs no gradient (int64
+//             ids, a constant mask) may be listed; it gets none.
+//   backward  given the gradient of out (out's shape and dtype), returns one
+//             gradient per input, each of that input's shape and dtype (the
+//             engine checks, naming the op), or Tensor() where none flows
+//             (`x.requires_grad() ? ... : Tensor()` skips needless work). It
+//             runs with recording off, so sg:: ops and sg::core kernels both
+//             work in it. Never change g or an input in place (returning g
+//             itself is fine): the engine sums gradients out of place.
+//             Capture by value; capture `out.detach()`, never `out` (a cycle).
+//
+// Then check it with sg::gradcheck (autograd/gradcheck.hpp); the walk-through
+// is docs/adding-a-layer.md, and examples/custom_layer.cpp runs one.
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
 
 // True when op results from these inputs would be recorded.
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Anomaly mode: finds where a NaN or an infinity is born. Off by default;
+// per thread, like NoGradGuard. While it is on:
+//   * every op's result is checked when the op calls record(): every
+//     differentiable op in sg, recording or not (under NoGradGuard too), and
+//     every custom op. Kernels in sg::core are not checked on their own.
+//   * every gradient a backward returns is checked, and so is the gradient
+//     passed to backward() and each sum of gradients.
+// The first non-finite value throws sg::Error naming the op (or whose
+// backward it was), the element, the shapes, which op made each input, and
+// in backward the ops through which the gradient reached it from the output.
+// It costs a scan of every result; off, one boolean test per op.
+//
+//   { sg::AnomalyModeGuard anomaly;  // on until the end of the scope
+//     sg::Tensor loss = model.forward(x);
+//     sg::backward(loss); }          // throws at the first NaN or inf
+bool anomaly_mode();
+void set_anomaly_mode(bool on);
+class AnomalyModeGuard {
+ public:
+  explicit AnomalyModeGuard(bool on = true);
+  ~AnomalyModeGuard();
+  AnomalyModeGuard(const AnomalyModeGuard&) = delete;
+  AnomalyModeGuard& operator=(const AnomalyModeGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Runs reverse-mode differentiation from `output`. A non-scalar output needs
 // `grad_output` of its shape. Gradients add into the .grad of every leaf that

@@ -10,6 +10,7 @@
 //   autograd/matmul.cpp      matmul (2-D and batched)
 //   autograd/softmax.cpp     softmax, log_softmax, masked_softmax
 //   autograd/embedding.cpp   embedding (row gather, scatter-add backward)
+//   autograd/rope.cpp        rope (rotary position embedding)
 //   autograd/layer_norm.cpp  layer_norm (fused)
 //   autograd/dropout.cpp     dropout
 //   autograd/cross_entropy.cpp cross_entropy (fused log-softmax)
@@ -95,6 +96,10 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
 // ---- layers' building blocks ----
 // weight: (V, D), ids (int64): (...) -> (..., D). Backward scatter-adds into weight.
 Tensor embedding(const Tensor& weight, const Tensor& ids);
+// Rotary position embedding: x: (..., T, d), d even -> same shape. Features
+// (2j, 2j+1) of row t are rotated by the angle (offset + t) * base^(-2j/d).
+// The gradient is rotated back by the same angle.
+Tensor rope(const Tensor& x, int64_t offset = 0, double base = 10000.0);
 // Normalises over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta,
 // gamma and beta of shape (D). One fused kernel; mean and 1/std are kept for backward.
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);

@@ -28,12 +28,21 @@ Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
   });
 }
 
+namespace {
+// An int64 mean would fail in the affine below, naming neither mean nor x's shape.
+void check_mean_floating(const Tensor& x) {
+  if (!is_floating(x.dtype())) fail("mean: needs a float32 or float64 tensor, got ", x.dtype(), " ", x.shape());
+}
+}  // namespace
+
 Tensor mean(const Tensor& x) {
+  check_mean_floating(x);
   if (x.numel() == 0) fail("mean: tensor of shape ", x.shape(), " is empty");
   return sum(x) * (1.0 / static_cast<double>(x.numel()));
 }
 
 Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
+  check_mean_floating(x);
   axis = normalize_axis(axis, x.shape(), "mean");
   const int64_t n = x.shape()[static_cast<size_t>(axis)];
   if (n == 0) fail("mean: axis ", axis, " of shape ", x.shape(), " is empty");

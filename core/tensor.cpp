@@ -14,6 +14,15 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+Shape unravel_index(int64_t index, const Shape& shape) {
+  Shape c(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    c[k] = index % shape[k];
+    index /= shape[k];
+  }
+  return c;
+}
+
 int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
   const auto rank = static_cast<int64_t>(shape.size());
   if (axis < -rank || axis >= rank)

@@ -24,6 +24,9 @@
 namespace sg {
 
 int64_t numel(const Shape& shape);
+// The per-axis coordinates of row-major element `index` of `shape`: element 5
+// of (2, 3) is (1, 2). For messages that point at one element.
+Shape unravel_index(int64_t index, const Shape& shape);
 // Resolves a possibly negative axis (-1 is the last) against a rank; throws
 // "<op>: axis 3 out of range for a tensor of shape (2, 3)" otherwise.
 int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);

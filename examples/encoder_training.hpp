@@ -35,6 +35,9 @@ inline const std::vector<std::string>& task_names() {
 struct Config {
   std::string task = "shift";
   sg::nn::Positional positional = sg::nn::Positional::sinusoidal;
+  int64_t max_distance = 8;      // relative positions: offsets clipped to +-max_distance
+  bool relative_values = true;   // relative positions: also the table added to the values
+  bool pre_norm = false;     // pre-norm blocks instead of d2l's post-norm
   int64_t vocab = 16, hidden = 64, heads = 4, ffn = 128, blocks = 2;
   double dropout = 0.0;
   int64_t batch = 64, min_len = 4, max_len = 12;  // training lengths
@@ -111,6 +114,9 @@ struct Model : sg::nn::Module {
     o.dropout = c.dropout;
     o.positional = c.positional;
     o.max_len = c.positions();
+    o.max_distance = c.max_distance;
+    o.relative_values = c.relative_values;
+    o.pre_norm = c.pre_norm;
     encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
     head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.classes()));
   }
@@ -165,6 +171,10 @@ inline double evaluate(Model& model, const EvalSet& set) {
 struct CurvePoint {
   int64_t step;
   double loss, train_acc, eval_acc;
+  // Gradient 2-norms of this step, before clipping: of every parameter, and
+  // of the first block's alone (the one furthest from the loss; it is the
+  // first to see gradients vanish in a deep stack).
+  double grad_norm, first_block_grad_norm;
 };
 
 struct Result {
@@ -173,6 +183,15 @@ struct Result {
   int64_t steps_to_95 = -1;  // first evaluation at >= 95%, -1 if never
   double seconds = 0, tokens_per_second = 0;
 };
+
+// The 2-norm of the gradients of the parameters whose names start with prefix.
+inline double grad_norm(const sg::nn::Module& model, const std::string& prefix) {
+  double squares = 0;
+  for (const auto& [name, p] : model.named_parameters())
+    if (name.rfind(prefix, 0) == 0 && p.grad().defined())
+      squares += sg::core::sum(sg::core::mul(p.grad(), p.grad())).item<double>();
+  return std::sqrt(squares);
+}
 
 // Progress callback: (step, steps, loss, accuracy, tokens/s, seconds left).
 using Progress = std::function<void(int64_t, int64_t, double, double, double, double)>;
@@ -197,14 +216,17 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
     const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
     opt.zero_grad();
     sg::backward(loss);
+    const bool report = step % c.eval_every == 0 || step == c.steps;
+    const double norm = report ? grad_norm(model, "") : 0;
+    const double first_block_norm = report ? grad_norm(model, "encoder.blocks.0.") : 0;
     if (c.clip > 0) sg::optim::clip_grad_norm(model.parameters(), c.clip);
     opt.set_lr(schedule(opt.step_count()));
     opt.step();
     for (int64_t v : b.valid_lens.to_vector<int64_t>()) tokens += v;
-    if (step % c.eval_every == 0 || step == c.steps) {
+    if (report) {
       const double train_acc = accuracy(logits, b.labels);
       const double eval_acc = evaluate(model, eval_train);
-      r.curve.push_back({step, loss.item<double>(), train_acc, eval_acc});
+      r.curve.push_back({step, loss.item<double>(), train_acc, eval_acc, norm, first_block_norm});
       if (r.steps_to_95 < 0 && eval_acc >= 0.95) r.steps_to_95 = step;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress)

@@ -4,8 +4,9 @@
 // fixed sinusoidal ones?
 //
 //   train_encoder                       one run (task shift, sinusoidal)
-//   train_encoder --compare             none vs sinusoidal vs learned, every
-//                                       task, several seeds: table and plots
+//   train_encoder --compare             none, sinusoidal, learned, relative and
+//                                       rotary positions on every task, several
+//                                       seeds: table and plots
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
 //
 // The tasks and the training loop are in examples/encoder_training.hpp.
@@ -44,6 +45,9 @@ sg::nn::Metadata to_metadata(const Config& c) {
           {"heads", std::to_string(c.heads)},
           {"ffn", std::to_string(c.ffn)},
           {"blocks", std::to_string(c.blocks)},
+          {"max_distance", std::to_string(c.max_distance)},
+          {"relative_values", c.relative_values ? "1" : "0"},
+          {"pre_norm", c.pre_norm ? "1" : "0"},
           {"min_len", std::to_string(c.min_len)},
           {"max_len", std::to_string(c.max_len)},
           {"eval_min_len", std::to_string(c.eval_min_len)},
@@ -66,6 +70,10 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
   c.heads = std::stoll(get("heads"));
   c.ffn = std::stoll(get("ffn"));
   c.blocks = std::stoll(get("blocks"));
+  // Checkpoints written before these options existed have neither: the defaults then.
+  if (m.count("max_distance")) c.max_distance = std::stoll(get("max_distance"));
+  if (m.count("relative_values")) c.relative_values = get("relative_values") == "1";
+  if (m.count("pre_norm")) c.pre_norm = get("pre_norm") == "1";
   c.min_len = std::stoll(get("min_len"));
   c.max_len = std::stoll(get("max_len"));
   c.eval_min_len = std::stoll(get("eval_min_len"));
@@ -107,8 +115,10 @@ std::vector<std::vector<double>> attention_map(training::Model& model, const Con
 
 void write_curve_csv(const std::string& path, const Result& r) {
   std::ofstream f(path);
-  f << "step,loss,train_batch_accuracy,eval_accuracy\n";
-  for (const auto& p : r.curve) f << p.step << ',' << p.loss << ',' << p.train_acc << ',' << p.eval_acc << '\n';
+  f << "step,loss,train_batch_accuracy,eval_accuracy,grad_norm,first_block_grad_norm\n";
+  for (const auto& p : r.curve)
+    f << p.step << ',' << p.loss << ',' << p.train_acc << ',' << p.eval_acc << ',' << p.grad_norm << ','
+      << p.first_block_grad_norm << '\n';
   if (!f) sg::fail("train_encoder: cannot write ", path);
 }
 
@@ -168,11 +178,10 @@ Stats stats(const std::vector<double>& v) {
   return s;
 }
 
-int compare(Config base, const std::vector<std::string>& tasks, int64_t seeds, const std::string& out_root) {
+int compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
+            int64_t seeds, const std::string& out_root) {
   const std::string dir = out_root + "/compare";
   std::filesystem::create_directories(dir);
-  const std::vector<sg::nn::Positional> kinds = {sg::nn::Positional::none, sg::nn::Positional::sinusoidal,
-                                                 sg::nn::Positional::learned};
   std::ofstream csv(dir + "/results.csv");
   csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds\n";
   std::ostringstream table;
@@ -249,13 +258,21 @@ int main(int argc, char** argv) {
   std::string positional = "sinusoidal", out = "out", load;
   bool do_compare = false;
   std::vector<std::string> tasks = {"shift", "sort", "count"};
+  std::vector<std::string> positionals = {"none", "sinusoidal", "learned", "relative", "rotary"};
   int64_t seeds = 3;
   int threads = 0;
   app.add_option("--task", c.task, "shift, sort, reverse or count")->check(CLI::IsMember(training::task_names()));
-  app.add_option("--positional", positional, "none, sinusoidal or learned")
-      ->check(CLI::IsMember({"none", "sinusoidal", "learned"}));
+  const std::vector<std::string> kinds = {"none", "sinusoidal", "learned", "relative", "rotary"};
+  app.add_option("--positional", positional, "none, sinusoidal, learned, relative or rotary")
+      ->check(CLI::IsMember(kinds));
+  app.add_option("--max-distance", c.max_distance, "relative positions: offsets clipped to +-this")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--relative-values", c.relative_values,
+                 "relative positions: also a table added to the values (Shaw et al.), 1 or 0 (keys only)");
+  app.add_flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
   app.add_flag("--compare", do_compare, "train every encoding on every task over several seeds");
   app.add_option("--tasks", tasks, "tasks for --compare")->delimiter(',')->check(CLI::IsMember(training::task_names()));
+  app.add_option("--positionals", positionals, "encodings for --compare")->delimiter(',')->check(CLI::IsMember(kinds));
   app.add_option("--seeds", seeds, "seeds per (task, encoding) for --compare")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   app.add_option("--batch", c.batch, "sequences per batch")->check(CLI::Range(1, 65536));
@@ -300,7 +317,9 @@ int main(int argc, char** argv) {
   try {
     if (threads) sg::set_num_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
-    return do_compare ? compare(c, tasks, seeds, out) : run_one(c, out);
+    std::vector<sg::nn::Positional> compared;
+    for (const std::string& p : positionals) compared.push_back(sg::nn::parse_positional(p));
+    return do_compare ? compare(c, tasks, compared, seeds, out) : run_one(c, out);
   } catch (const sg::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -1,8 +1,10 @@
 #include "nn/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.hpp"
+#include "nn/init.hpp"
 
 namespace sg::nn {
 namespace {
@@ -34,13 +36,49 @@ Tensor repeat_for_heads(const Tensor& valid_lens, int64_t heads) {
   return out;
 }
 
+// (Q, K) int64: clip(j - i, -k, k) + k, the row of the relative table that
+// query i and key j use.
+Tensor clipped_offsets(int64_t queries, int64_t keys, int64_t k) {
+  Tensor out = empty({queries, keys}, int64);
+  int64_t* o = out.data<int64_t>();
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j) o[i * keys + j] = std::clamp(j - i, -k, k) + k;
+  return out;
+}
+
+// x: (B*h, Q, d), table rows gathered per (i, j): rel (Q, K, d) -> (B*h, Q, K)
+// with out[n, i, j] = x[n, i, :] . rel[i, j, :]. The query axis moves to the
+// front to be the batch axis of one product: (Q, B*h, d) x (Q, K, d)^T.
+Tensor dot_per_query(const Tensor& x, const Tensor& rel) {
+  return permute(matmul(permute(x, {1, 0, 2}), rel, false, true), {1, 0, 2});
+}
+
+// w: (B*h, Q, K), rel (Q, K, d) -> (B*h, Q, d) with out[n, i, :] = sum_j w[n, i, j] rel[i, j, :].
+Tensor weighted_per_query(const Tensor& w, const Tensor& rel) {
+  return permute(matmul(permute(w, {1, 0, 2}), rel), {1, 0, 2});
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dropout, bool bias,
-                                       bool causal_)
-    : num_hiddens(hiddens), num_heads(heads), causal(causal_) {
+                                       bool causal_, AttentionPositions positions_)
+    : num_hiddens(hiddens), num_heads(heads), causal(causal_), positions(positions_) {
   if (hiddens <= 0 || heads <= 0 || hiddens % heads != 0)
     fail("MultiHeadAttention: num_heads ", heads, " must divide num_hiddens ", hiddens);
+  const int64_t head_dim = hiddens / heads;
+  using Kind = AttentionPositions::Kind;
+  if (positions.kind == Kind::rotary && head_dim % 2 != 0)
+    fail("MultiHeadAttention: rotary positions rotate pairs of features, so the head dimension "
+         "must be even; num_hiddens ", hiddens, " / num_heads ", heads, " = ", head_dim);
+  if (positions.kind == Kind::relative) {
+    if (positions.max_distance < 1)
+      fail("MultiHeadAttention: max_distance must be at least 1, got ", positions.max_distance);
+    // Initialised like a learned absolute encoding; the table is shared by the heads.
+    const Shape table{2 * positions.max_distance + 1, head_dim};
+    relative_keys = register_parameter("relative_keys", init::normal(table, 0.0, 0.02));
+    if (positions.relative_values)
+      relative_values = register_parameter("relative_values", init::normal(table, 0.0, 0.02));
+  }
   W_q = register_module("W_q", std::make_shared<Linear>(hiddens, hiddens, bias));
   W_k = register_module("W_k", std::make_shared<Linear>(hiddens, hiddens, bias));
   W_v = register_module("W_v", std::make_shared<Linear>(hiddens, hiddens, bias));
@@ -57,11 +95,19 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
          values.shape(), " must be (B, Q, ", num_hiddens, "), (B, K, ", num_hiddens, ") and (B, K, ",
          num_hiddens, ")");
   const int64_t batch = queries.shape()[0], nq = queries.shape()[1], nk = keys.shape()[1];
-  const Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
-  const Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
-  const Tensor v = split_heads(W_v->forward(values), num_heads);   // (B*h, K, d)
+  using Kind = AttentionPositions::Kind;
+  Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
+  Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
+  const Tensor v = split_heads(W_v->forward(values), num_heads);  // (B*h, K, d)
+  if (positions.kind == Kind::rotary) q = rope(q), k = rope(k);  // query i at position i, key j at j
   const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
-  const Tensor scores = matmul(q, k, false, true) * scale;  // (B*h, Q, K)
+  Tensor scores = matmul(q, k, false, true);  // (B*h, Q, K)
+  Tensor offsets;                             // (Q, K) rows of the relative tables
+  if (positions.kind == Kind::relative) {
+    offsets = clipped_offsets(nq, nk, positions.max_distance);
+    scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
+  }
+  scores = scores * scale;
   Tensor lens;
   if (valid_lens.defined()) {
     if (valid_lens.dtype() != int64 || (valid_lens.shape() != Shape{batch} &&
@@ -78,7 +124,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   }
   const Tensor weights = masked_softmax(scores, lens, causal);  // (B*h, Q, K)
   attention_weights_ = reshape(weights.detach(), {batch, num_heads, nq, nk});
-  const Tensor heads = matmul(attention_dropout->forward(weights), v);  // (B*h, Q, d)
+  const Tensor dropped = attention_dropout->forward(weights);
+  Tensor heads = matmul(dropped, v);  // (B*h, Q, d)
+  if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
+    heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));
   return W_o->forward(merge_heads(heads, num_heads));
 }
 

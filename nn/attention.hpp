@@ -9,15 +9,33 @@
 //   * dropout on the weights, weighted sum of values, heads concatenated,
 //     projected by W_o.
 // The weights of the last forward (before dropout) are kept for plots.
+//
+// Optionally, attention itself carries positions (AttentionPositions), the
+// alternatives to adding an absolute encoding to the embeddings:
+//   * relative (Shaw et al., 2018): a learned vector a_r per clipped offset
+//     r = clip(j - i, -k, k), k = max_distance, shared by the heads; the score
+//     of query i and key j becomes q_i . (k_j + a_{j-i}) / sqrt(d), and a
+//     second table adds sum_j w_ij a'_{j-i} to each head's output (as the
+//     paper does; relative_values = false keeps the keys' table only).
+//   * rotary (RoPE, Su et al., 2021): q and k are rotated for their positions
+//     (sg::rope) before the dot product, so each score depends on j - i
+//     through the rotation; no parameters; the head dimension must be even.
 #include "nn/basic.hpp"
 #include "nn/linear.hpp"
 
 namespace sg::nn {
 
+struct AttentionPositions {
+  enum class Kind { none, relative, rotary };
+  Kind kind = Kind::none;
+  int64_t max_distance = 8;     // relative: offsets beyond +-max_distance share a vector
+  bool relative_values = true;  // relative: also Shaw et al.'s table for the values
+};
+
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, double dropout, bool bias = false,
-                     bool causal = false);
+                     bool causal = false, AttentionPositions positions = {});
   // queries: (B, Q, num_hiddens), keys and values: (B, K, num_hiddens),
   // valid_lens: undefined, (B) or (B, Q) int64 -> (B, Q, num_hiddens)
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
@@ -27,6 +45,9 @@ class MultiHeadAttention : public Module {
 
   int64_t num_hiddens, num_heads;
   bool causal;
+  AttentionPositions positions;
+  // relative only: (2 * max_distance + 1, head dim), row r for offset r - max_distance.
+  Tensor relative_keys, relative_values;  // the second unless positions.relative_values is off
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
   std::shared_ptr<Dropout> attention_dropout;
 

@@ -45,6 +45,9 @@ struct SafetensorsFile {
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
 void save_safetensors(const std::string& path, const StateDict& tensors, const Metadata& metadata = {});
 SafetensorsFile load_safetensors(const std::string& path);
+// The same checks and result from a whole file's bytes in memory; `name`
+// stands for the file in error messages ("parse_safetensors: '<name>': ...").
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name);
 
 // A training checkpoint in one safetensors file:
 //   the model's state_dict() under its own names ("encoder.0.weight"),

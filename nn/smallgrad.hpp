@@ -4,7 +4,7 @@
 //   #include <smallgrad.hpp>
 //
 // core/     tensors and graph-free kernels (sg::core), BLIS GEMM, threads
-// autograd/ the graph engine, differentiable ops (sg), gradcheck
+// autograd/ the graph engine, differentiable ops (sg), gradcheck, to_dot, anomaly mode
 // nn/       modules, layers, losses, optimizers, checkpoints (sg::nn, sg::optim)
 #include "core/tensor.hpp"
 #include "core/ops.hpp"
@@ -14,6 +14,7 @@
 #include "autograd/node.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/gradcheck.hpp"
+#include "autograd/graphviz.hpp"
 #include "nn/module.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"

@@ -22,14 +22,22 @@ Tensor AddNorm::forward(const Tensor& X, const Tensor& Y) const {
 }
 
 TransformerEncoderBlock::TransformerEncoderBlock(int64_t h, int64_t ffn_h, int64_t heads, double p,
-                                                 bool use_bias, bool causal) {
-  attention = register_module("attention", std::make_shared<MultiHeadAttention>(h, heads, p, use_bias, causal));
+                                                 bool use_bias, bool causal, AttentionPositions positions,
+                                                 bool pre_norm_)
+    : pre_norm(pre_norm_) {
+  attention = register_module("attention",
+                              std::make_shared<MultiHeadAttention>(h, heads, p, use_bias, causal, positions));
   addnorm1 = register_module("addnorm1", std::make_shared<AddNorm>(h, p));
   ffn = register_module("ffn", std::make_shared<PositionWiseFFN>(h, ffn_h, h));
   addnorm2 = register_module("addnorm2", std::make_shared<AddNorm>(h, p));
 }
 
 Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_lens) const {
+  if (pre_norm) {
+    const Tensor N1 = addnorm1->ln->forward(X);
+    const Tensor Y = X + addnorm1->dropout->forward(attention->forward(N1, N1, N1, valid_lens));
+    return Y + addnorm2->dropout->forward(ffn->forward(addnorm2->ln->forward(Y)));
+  }
   const Tensor Y = addnorm1->forward(X, attention->forward(X, X, X, valid_lens));
   return addnorm2->forward(Y, ffn->forward(Y));
 }
@@ -39,14 +47,17 @@ const char* positional_name(Positional p) {
     case Positional::none: return "none";
     case Positional::sinusoidal: return "sinusoidal";
     case Positional::learned: return "learned";
+    case Positional::relative: return "relative";
+    case Positional::rotary: return "rotary";
   }
   return "?";
 }
 
 Positional parse_positional(const std::string& name) {
-  for (Positional p : {Positional::none, Positional::sinusoidal, Positional::learned})
+  for (Positional p : {Positional::none, Positional::sinusoidal, Positional::learned, Positional::relative,
+                       Positional::rotary})
     if (name == positional_name(p)) return p;
-  fail("positional encoding '", name, "' is not one of none, sinusoidal, learned");
+  fail("positional encoding '", name, "' is not one of none, sinusoidal, learned, relative, rotary");
 }
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
@@ -59,14 +70,22 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : opt
       learned = register_module("pos_encoding", std::make_shared<LearnedPositionalEncoding>(o.num_hiddens, o.dropout, o.max_len));
       break;
     case Positional::none:
+    case Positional::relative:
+    case Positional::rotary:
       embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
       break;
   }
+  AttentionPositions positions;
+  if (o.positional == Positional::relative) positions.kind = AttentionPositions::Kind::relative;
+  if (o.positional == Positional::rotary) positions.kind = AttentionPositions::Kind::rotary;
+  positions.max_distance = o.max_distance;
+  positions.relative_values = o.relative_values;
   for (int64_t i = 0; i < o.num_blocks; ++i)
     blocks.push_back(register_module(
         "blocks." + std::to_string(i),
-        std::make_shared<TransformerEncoderBlock>(o.num_hiddens, o.ffn_num_hiddens, o.num_heads,
-                                                  o.dropout, o.use_bias, o.causal)));
+        std::make_shared<TransformerEncoderBlock>(o.num_hiddens, o.ffn_num_hiddens, o.num_heads, o.dropout,
+                                                  o.use_bias, o.causal, positions, o.pre_norm)));
+  if (o.pre_norm) final_ln = register_module("final_ln", std::make_shared<LayerNorm>(o.num_hiddens));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens) const {
@@ -76,7 +95,7 @@ Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens) 
   else if (learned) X = learned->forward(X);
   else X = embedding_dropout->forward(X);
   for (const auto& block : blocks) X = block->forward(X, valid_lens);
-  return X;
+  return final_ln ? final_ln->forward(X) : X;
 }
 
 std::vector<Tensor> TransformerEncoder::attention_weights() const {

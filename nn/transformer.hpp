@@ -1,6 +1,7 @@
 #pragma once
 // The Transformer encoder of Dive into Deep Learning (section 11.7):
-// post-norm blocks of self-attention and a position-wise feed-forward net.
+// post-norm blocks of self-attention and a position-wise feed-forward net
+// (pre-norm as an option).
 #include <optional>
 #include <string>
 
@@ -26,21 +27,32 @@ class AddNorm : public Module {
   std::shared_ptr<LayerNorm> ln;
 };
 
-// Y = AddNorm(X, attention(X, X, X)); out = AddNorm(Y, ffn(Y)).
+// Post-norm (d2l, the original Transformer):
+//   Y = AddNorm(X, attention(X, X, X)); out = AddNorm(Y, ffn(Y)).
+// Pre-norm (pre_norm = true; Xiong et al., 2020): the layer norm moves onto
+// the branch and the residual path stays an identity:
+//   Y = X + dropout(attention(LN1(X))); out = Y + dropout(ffn(LN2(Y))),
+// with LN1, LN2 and the dropouts those of addnorm1 and addnorm2 (same names).
 // X: (B, T, num_hiddens) -> same shape
 class TransformerEncoderBlock : public Module {
  public:
   TransformerEncoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads,
-                          double dropout, bool use_bias = false, bool causal = false);
+                          double dropout, bool use_bias = false, bool causal = false,
+                          AttentionPositions positions = {}, bool pre_norm = false);
   Tensor forward(const Tensor& X, const Tensor& valid_lens = Tensor()) const;
   std::shared_ptr<MultiHeadAttention> attention;
   std::shared_ptr<AddNorm> addnorm1, addnorm2;
   std::shared_ptr<PositionWiseFFN> ffn;
+  bool pre_norm;
 };
 
-enum class Positional { none, sinusoidal, learned };
+// Where the encoder gets positions from: nothing, an absolute encoding added
+// to the embeddings (sinusoidal, learned), or attention itself (relative,
+// rotary: see AttentionPositions).
+enum class Positional { none, sinusoidal, learned, relative, rotary };
 const char* positional_name(Positional p);
-Positional parse_positional(const std::string& name);  // "none", "sinusoidal", "learned"
+// "none", "sinusoidal", "learned", "relative", "rotary"
+Positional parse_positional(const std::string& name);
 
 struct TransformerEncoderOptions {
   int64_t vocab_size = 16;
@@ -50,13 +62,18 @@ struct TransformerEncoderOptions {
   int64_t num_blocks = 2;
   double dropout = 0.1;
   Positional positional = Positional::sinusoidal;
-  int64_t max_len = 1000;
+  int64_t max_len = 1000;      // sinusoidal and learned: the longest sequence
+  int64_t max_distance = 8;    // relative: offsets clipped to [-max_distance, max_distance]
+  bool relative_values = true;  // relative: also the values' table (false: keys only)
+  bool pre_norm = false;       // pre-norm blocks and a final LayerNorm (d2l: post-norm)
   bool use_bias = false;  // in the attention projections (the FFN always has biases)
   bool causal = false;
 };
 
 // Token ids -> embeddings scaled by sqrt(num_hiddens) (as d2l does, so they
-// are on the scale of the positional encoding) -> positions -> blocks.
+// are on the scale of the positional encoding) -> positions -> blocks
+// (-> final LayerNorm when pre_norm). Relative and rotary positions live in
+// every block's attention; the embeddings then only get dropout, as with none.
 // ids: (B, T) int64, valid_lens: none, (B) or (B, T) -> (B, T, num_hiddens)
 class TransformerEncoder : public Module {
  public:
@@ -69,8 +86,9 @@ class TransformerEncoder : public Module {
   std::shared_ptr<Embedding> embedding;
   std::shared_ptr<PositionalEncoding> sinusoidal;     // set when positional == sinusoidal
   std::shared_ptr<LearnedPositionalEncoding> learned;  // set when positional == learned
-  std::shared_ptr<Dropout> embedding_dropout;          // used when positional == none
+  std::shared_ptr<Dropout> embedding_dropout;          // none, relative, rotary
   std::vector<std::shared_ptr<TransformerEncoderBlock>> blocks;
+  std::shared_ptr<LayerNorm> final_ln;                 // set when pre_norm
 };
 
 }  // namespace sg::nn

@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-release}
 
-packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev)
+# clang and its runtime (libFuzzer, sanitizers; only recommended by clang,
+# so named here) build the fuzzer of scripts/fuzz.sh.
+packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,12 @@
 # Checks what `train_encoder --compare --tasks shift,count --seeds 2` wrote in DIR:
 # the table and CSV have a row per run, and every plot is an SVG.
-foreach(f results.md results.csv curves_shift.svg curves_count.svg
-          attention_shift_none.svg attention_shift_sinusoidal.svg attention_shift_learned.svg
-          attention_count_none.svg attention_count_sinusoidal.svg attention_count_learned.svg)
+set(files results.md results.csv curves_shift.svg curves_count.svg)
+foreach(task shift count)
+  foreach(kind none sinusoidal learned relative rotary)
+    list(APPEND files attention_${task}_${kind}.svg)
+  endforeach()
+endforeach()
+foreach(f ${files})
   if(NOT EXISTS ${DIR}/${f})
     message(FATAL_ERROR "missing ${DIR}/${f}")
   endif()
@@ -15,17 +19,17 @@ foreach(f results.md results.csv curves_shift.svg curves_count.svg
 endforeach()
 file(STRINGS ${DIR}/results.csv rows)
 list(LENGTH rows n)
-if(NOT n EQUAL 13)  # header + 2 tasks x 3 encodings x 2 seeds
-  message(FATAL_ERROR "results.csv has ${n} lines, expected 13")
+if(NOT n EQUAL 21)  # header + 2 tasks x 5 encodings x 2 seeds
+  message(FATAL_ERROR "results.csv has ${n} lines, expected 21")
 endif()
 foreach(row ${rows})
-  if(NOT row MATCHES "^(task,|(shift|count),(none|sinusoidal|learned),[0-9]+,[0-9.e-]+,[0-9.e-]+,-?[0-9]+,[0-9.e-]+$)")
+  if(NOT row MATCHES "^(task,|(shift|count),(none|sinusoidal|learned|relative|rotary),[0-9]+,[0-9.e-]+,[0-9.e-]+,-?[0-9]+,[0-9.e-]+$)")
     message(FATAL_ERROR "bad row in results.csv: ${row}")
   endif()
 endforeach()
-file(STRINGS ${DIR}/results.md table REGEX "^\\| (shift|count) \\| (none|sinusoidal|learned) \\|")
+file(STRINGS ${DIR}/results.md table REGEX "^\\| (shift|count) \\| (none|sinusoidal|learned|relative|rotary) \\|")
 list(LENGTH table m)
-if(NOT m EQUAL 6)
-  message(FATAL_ERROR "results.md has ${m} result rows, expected 6")
+if(NOT m EQUAL 10)
+  message(FATAL_ERROR "results.md has ${m} result rows, expected 10")
 endif()
 message("compare output complete: ${n} CSV lines, ${m} table rows")

@@ -18,39 +18,14 @@ using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
+using test_util::check_module;
 using test_util::normal;
+using test_util::randomize;
 
 namespace {
 
 
 Tensor ids(std::vector<int64_t> v, const Shape& shape) { return sg::from_vector(v, shape); }
-
-// gradcheck_module with the default (tight) tolerances; requires it to pass
-// and to have compared every element of every float input and parameter.
-void check_module(const std::string& name, sg::nn::Module& module, const sg::GradcheckFn& fn,
-                  const Inputs& inputs) {
-  sg::GradcheckOptions options;
-  options.name = name;
-  options.max_elements = 1 << 20;  // no sampling: every element
-  const sg::GradcheckResult r = sg::nn::gradcheck_module(module, fn, inputs, options);
-  INFO(name);
-  REQUIRE(r);
-  int64_t expected = module.parameter_count();
-  for (const Tensor& t : inputs)
-    if (sg::is_floating(t.dtype())) expected += t.numel();
-  REQUIRE(r.checked == expected);
-}
-
-// Replaces every parameter by N(0, 0.5^2) values. LayerNorm starts with
-// gains of 1 and biases of 0, where a backward that ignored them would still
-// pass.
-void randomize(sg::nn::Module& module, uint64_t seed) {
-  sg::Generator gen(seed);
-  sg::nn::StateDict state;
-  for (const auto& [name, p] : module.named_parameters())
-    state[name] = sg::randn(p.shape(), gen, p.dtype(), 0.0, 0.5);
-  module.load_state_dict(state);
-}
 
 // Every module in the tree under m, m included.
 void visit(sg::nn::Module& m, const std::function<void(sg::nn::Module&)>& f) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <sstream>
+#include <string>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -90,6 +91,33 @@ void check_values(const sg::Tensor& got, const sg::Shape& shape, const std::vect
   }
   INFO(first.str());
   CHECK(bad == 0);
+}
+
+// gradcheck_module with the default (tight) tolerances; requires it to pass
+// and to have compared every element of every float input and parameter.
+inline void check_module(const std::string& name, sg::nn::Module& module, const sg::GradcheckFn& fn,
+                         const std::vector<sg::Tensor>& inputs) {
+  sg::GradcheckOptions options;
+  options.name = name;
+  options.max_elements = 1 << 20;  // no sampling: every element
+  const sg::GradcheckResult r = sg::nn::gradcheck_module(module, fn, inputs, options);
+  INFO(name);
+  REQUIRE(r);
+  int64_t expected = module.parameter_count();
+  for (const sg::Tensor& t : inputs)
+    if (sg::is_floating(t.dtype())) expected += t.numel();
+  REQUIRE(r.checked == expected);
+}
+
+// Replaces every parameter by N(0, 0.5^2) values. LayerNorm starts with
+// gains of 1 and biases of 0, where a backward that ignored them would still
+// pass.
+inline void randomize(sg::nn::Module& module, uint64_t seed) {
+  sg::Generator gen(seed);
+  sg::nn::StateDict state;
+  for (const auto& [name, p] : module.named_parameters())
+    state[name] = sg::randn(p.shape(), gen, p.dtype(), 0.0, 0.5);
+  module.load_state_dict(state);
 }
 
 }  // namespace test_util
