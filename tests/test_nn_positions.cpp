@@ -99,9 +99,10 @@ Naive naive_attention(const sg::nn::MultiHeadAttention& mha, const std::vector<d
         const double w = s[static_cast<size_t>(j)] / total;
         r.weights[static_cast<size_t>((h * nq + i) * nk + j)] = w;
         const int64_t row = std::clamp(j - i, -kmax, kmax) + kmax;
-        for (int64_t c = 0; c < d; ++c)
-          concat[static_cast<size_t>(i * H + h * d + c)] +=
-              w * (v[static_cast<size_t>(j * H + h * d + c)] + (av.empty() ? 0.0 : av[static_cast<size_t>(row * d + c)]));
+        for (int64_t c = 0; c < d; ++c) {
+          const double a = av.empty() ? 0.0 : av[static_cast<size_t>(row * d + c)];
+          concat[static_cast<size_t>(i * H + h * d + c)] += w * (v[static_cast<size_t>(j * H + h * d + c)] + a);
+        }
       }
     }
   r.output = project(concat, nq, mha.W_o->weight);
@@ -182,7 +183,8 @@ TEST_CASE("rope rejects odd widths, scalars and negative offsets", "[nn][positio
                       "rope: the last axis of x (2, 3, 5) must be even (features rotate in pairs), got 5");
   REQUIRE_THROWS_WITH(sg::rope(sg::zeros({4})), Contains("rope: x must be (..., steps, dim), got (4)"));
   REQUIRE_THROWS_WITH(sg::rope(sg::zeros({3, 4}), -1), Contains("offset must be non-negative, got -1"));
-  REQUIRE_THROWS_WITH(sg::rope(sg::zeros({3, 4}, sg::int64)), "rope: needs a float32 or float64 tensor, got int64 (3, 4)");
+  REQUIRE_THROWS_WITH(sg::rope(sg::zeros({3, 4}, sg::int64)),
+                      "rope: needs a float32 or float64 tensor, got int64 (3, 4)");
 }
 
 // ---------------------------------------------------------------------------
@@ -213,9 +215,9 @@ TEST_CASE("relative and rotary attention match naive loops (weights and output)"
                                      sg::from_vector(kvv, {batch, nk, H}), ids(lens, {batch}));
       std::vector<double> want_w, want_out;
       for (int64_t b = 0; b < batch; ++b) {
-        const Naive n = naive_attention(mha, std::vector<double>(qv.begin() + b * nq * H, qv.begin() + (b + 1) * nq * H),
-                                        nq, std::vector<double>(kvv.begin() + b * nk * H, kvv.begin() + (b + 1) * nk * H),
-                                        nk, lens[static_cast<size_t>(b)]);
+        const std::vector<double> qb(qv.begin() + b * nq * H, qv.begin() + (b + 1) * nq * H);
+        const std::vector<double> kvb(kvv.begin() + b * nk * H, kvv.begin() + (b + 1) * nk * H);
+        const Naive n = naive_attention(mha, qb, nq, kvb, nk, lens[static_cast<size_t>(b)]);
         want_w.insert(want_w.end(), n.weights.begin(), n.weights.end());
         want_out.insert(want_out.end(), n.output.begin(), n.output.end());
       }
@@ -254,7 +256,8 @@ TEST_CASE("MultiHeadAttention with relative or rotary positions gradchecks under
   }
 }
 
-TEST_CASE("Relative attention has a table for keys and one for values, shared by the heads; rotary has no parameters", "[nn][positions][attention]") {
+TEST_CASE("Relative attention has tables for keys and values shared by the heads, and rotary has no parameters",
+          "[nn][positions][attention]") {
   sg::nn::MultiHeadAttention plain(8, 2, 0.0);
   sg::nn::MultiHeadAttention relative(8, 2, 0.0, false, false, positions(Kind::relative, 3, true));
   sg::nn::MultiHeadAttention keys_only(8, 2, 0.0, false, false, positions(Kind::relative, 3, false));
@@ -297,7 +300,8 @@ TEST_CASE("TransformerEncoder gradchecks with relative and rotary positions, pos
         sg::nn::TransformerEncoder encoder(tiny_encoder(kind, pre_norm));
         randomize(encoder, 91);
         auto fn = [&](const Inputs& in) { return encoder.forward(in[0], in[1]); };
-        check_module("TransformerEncoder, " + name, encoder, fn, {ids({1, 3, 3, 6, 0, 2, 5, 1}, {2, 4}), ids({4, 2}, {2})});
+        check_module("TransformerEncoder, " + name, encoder, fn,
+                     {ids({1, 3, 3, 6, 0, 2, 5, 1}, {2, 4}), ids({4, 2}, {2})});
       }
     }
   }
