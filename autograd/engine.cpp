@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "autograd/node.hpp"
+#include "autograd/profiler.hpp"
 #include "core/ops.hpp"
 
 namespace sg {
@@ -146,6 +147,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
   if (g_anomaly_mode) check_forward(op, out, inputs);  // before the early return: ops that record nothing too
+  profile_mark(op);
   if (!any_requires_grad(inputs)) return out;
   TensorImpl* impl = out.impl();
   if (impl->node || impl->requires_grad)
@@ -233,7 +235,9 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
     node->grad = Tensor();
     if (g.defined()) {
       if (anomaly) check_sum(*node, g, trail);
+      profile_mark("sum gradients");
       Grads grads = anomaly ? backward_naming_op(*node, g) : node->backward(g);
+      profile_mark_backward(node->op);
       if (grads.size() != node->inputs.size())
         fail("backward of '", node->op, "' returned ", grads.size(), " gradients for ",
              node->inputs.size(), " inputs");

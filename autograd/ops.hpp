@@ -12,11 +12,11 @@
 //   autograd/embedding.cpp   embedding (row gather, scatter-add backward)
 //   autograd/rope.cpp        rope (rotary position embedding)
 //   autograd/layer_norm.cpp  layer_norm (fused)
-//   autograd/dropout.cpp     dropout
+//   autograd/dropout.cpp     dropout (counter-based mask, never stored)
 //   autograd/cross_entropy.cpp cross_entropy (fused log-softmax)
 //
 // Ops that are compositions of others (sub, neg, mean, scalar arithmetic,
-// gelu, dropout) have no backward of their own.
+// gelu) have no backward of their own.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -90,8 +90,9 @@ Tensor log_softmax(const Tensor& x);
 // masked scores are *replaced* by -1e6 before the softmax: masked keys get
 // zero weight and zero gradient, and a row whose valid length is 0 gets
 // uniform weights (not NaN). causal additionally masks every key after the
-// query's own position (key j > query i).
-Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal = false);
+// query's own position (key j > query i). scale multiplies the scores
+// before masking (attention passes 1/sqrt(d) here: one pass, not two).
+Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal = false, double scale = 1.0);
 
 // ---- layers' building blocks ----
 // weight: (V, D), ids (int64): (...) -> (..., D). Backward scatter-adds into weight.
@@ -104,7 +105,8 @@ Tensor rope(const Tensor& x, int64_t offset = 0, double base = 10000.0);
 // gamma and beta of shape (D). One fused kernel; mean and 1/std are kept for backward.
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
 // Zeroes each element with probability p and scales the rest by 1/(1-p);
-// the identity when !training or p == 0. p must be in [0, 1).
+// the identity when !training or p == 0. p must be in [0, 1). Draws one
+// number from gen per call; the mask is the same on any thread count.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 Tensor dropout(const Tensor& x, double p, bool training);  // default generator
 // logits: (..., C), targets (int64): (...) -> mean over targets != ignore_index

@@ -6,6 +6,7 @@
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/vecmath.hpp"
 
 namespace sg {
 
@@ -59,41 +60,59 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
 }  // namespace
 
 // scores: (B, Q, K), valid_lens: none, (B) or (B, Q) -> weights: (B, Q, K).
-// Row r keeps keys [0, len[r]) and replaces the rest by -1e6, then softmax.
-// Backward: softmax's on the kept keys; replaced scores get zero gradient.
-Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal) {
+// Row r keeps keys [0, len[r]) of scale * scores and replaces the rest by
+// -1e6, then softmax. One pass each way: the scaling (attention's 1/sqrt(d))
+// and the mask live inside the kernel instead of costing a tensor each.
+// Backward: dx_j = scale * y_j (g_j - sum_k g_k y_k) on kept keys, 0 on replaced ones.
+Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causal, double scale) {
   if (scores.dim() != 3) fail("masked_softmax: scores must be (batch, queries, keys), got ", scores.shape());
+  if (!std::isfinite(scale)) fail("masked_softmax: scale must be finite, got ", scale);
   const auto len = row_lengths(scores, valid_lens, causal);
   const int64_t keys = scores.shape()[2], rows = scores.numel() / std::max<int64_t>(keys, 1);
+  const bool parallel = rows >= kParallelRows && scores.numel() >= kParallelElementwise / 4;
   Tensor out = empty(scores.shape(), scores.dtype());
   visit_floating(scores, "masked_softmax", [&](auto tag) {
     using T = decltype(tag);
     const T* x = scores.data<T>();
     T* y = out.data<T>();
-    parallel_for(rows, rows >= kParallelRows && scores.numel() >= kParallelElementwise / 4, [&](int64_t r) {
+    const T s = static_cast<T>(scale);
+    parallel_for(rows, parallel, [&](int64_t r) {
       const T* in = x + r * keys;
       T* o = y + r * keys;
       const int64_t n = len[static_cast<size_t>(r)];
       // -1e6 is the replacement value; it takes part in max and sum like any score.
-      T m = n < keys ? T(-1e6) : in[0];
-      for (int64_t j = 0; j < n; ++j) m = in[j] > m ? in[j] : m;
+      T m = n < keys ? T(-1e6) : s * in[0];
+      // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
+      for (int64_t j = 0; j < n; ++j) o[j] = core::exp_fast(s * in[j] - m);
+      const T replaced = core::exp_fast(T(-1e6) - m);  // 0 unless every kept score is near -1e6
+      for (int64_t j = n; j < keys; ++j) o[j] = replaced;
       T total = 0;
-      for (int64_t j = 0; j < keys; ++j) {
-        o[j] = std::exp((j < n ? in[j] : T(-1e6)) - m);
-        total += o[j];
-      }
+#pragma omp simd reduction(+ : total)
+      for (int64_t j = 0; j < keys; ++j) total += o[j];
       const T inv = T(1) / total;
       for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
     });
   });
-  return record("masked_softmax", out, {scores}, [y = out.detach(), len, keys](const Tensor& g) -> Grads {
-    const Tensor gy = core::mul(g, y);
-    Tensor dx = core::sub(gy, core::mul(y, core::sum(gy, -1, true)));
-    visit_floating(dx.dtype(), "masked_softmax", [&](auto tag) {  // replaced scores: no gradient
+  return record("masked_softmax", out, {scores},
+                [y = out.detach(), len, keys, rows, scale, parallel](const Tensor& g) -> Grads {
+    Tensor dx = empty(g.shape(), g.dtype());
+    visit_floating(g, "masked_softmax", [&](auto tag) {
       using T = decltype(tag);
-      T* d = dx.data<T>();
-      for (size_t r = 0; r < len.size(); ++r)
-        for (int64_t j = len[r]; j < keys; ++j) d[static_cast<int64_t>(r) * keys + j] = 0;
+      const T *gp = g.data<T>(), *yp = y.data<T>();
+      T* dp = dx.data<T>();
+      const T s = static_cast<T>(scale);
+      parallel_for(rows, parallel, [&](int64_t r) {
+        const T *gr = gp + r * keys, *yr = yp + r * keys;
+        T* d = dp + r * keys;
+        const int64_t n = len[static_cast<size_t>(r)];
+        T dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < keys; ++j) dot += gr[j] * yr[j];
+        for (int64_t j = 0; j < n; ++j) d[j] = s * yr[j] * (gr[j] - dot);
+        for (int64_t j = n; j < keys; ++j) d[j] = 0;  // replaced scores: no gradient
+      });
     });
     return {dx};
   });

@@ -3,12 +3,14 @@
 // vocabulary, with d2l semantics, on random token ids.
 //
 //   build/release/bench/train_step [--config tiny|medium|large|all] [--threads N]
-//                                  [--steps N] [--warmup N] [--dropout P]
+//                                  [--steps N] [--warmup N] [--dropout P] [--profile]
 //
 // Prints one line per configuration: median milliseconds per step, tokens
 // per second, achieved GFLOP/s and its fraction of this machine's sgemm peak
 // measured in the same run (model FLOPs utilisation), and peak resident
-// memory. bench/torch_train_step.py is the same model in PyTorch, and
+// memory. --profile adds, per configuration, where a step's time goes: each
+// op's forward and backward (autograd/profiler.hpp), the optimizer, and what
+// is left. bench/torch_train_step.py is the same model in PyTorch, and
 // bench/compare_train_step.sh runs both side by side.
 //
 // FLOPs per step (multiply-adds count 2), with N = batch * seq tokens,
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,7 +94,20 @@ struct Encoder : sg::nn::Module {
   std::shared_ptr<sg::nn::Linear> head;
 };
 
-void run(const Config& c, int steps, int warmup, double dropout, double peak) {
+// The profiled steps' time per op, largest first, in ms per step.
+void print_profile(int steps) {
+  double total = 0;
+  const std::vector<sg::OpProfile> report = sg::profile_report();
+  for (const sg::OpProfile& p : report) total += p.seconds;
+  std::printf("  %-28s %8s %9s %6s\n", "op", "calls", "ms/step", "share");
+  for (const sg::OpProfile& p : report) {
+    if (p.seconds < 0.002 * total) break;
+    std::printf("  %-28s %8.1f %9.3f %5.1f%%\n", p.name.c_str(), double(p.calls) / steps, p.seconds * 1e3 / steps,
+                100 * p.seconds / total);
+  }
+}
+
+void run(const Config& c, int steps, int warmup, double dropout, double peak, bool profile) {
   sg::manual_seed(0);
   Encoder model(c, dropout);
   sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});
@@ -102,13 +118,19 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak) {
   const sg::Tensor valid_lens = sg::full({c.batch}, static_cast<double>(c.seq), sg::int64);
   std::vector<double> times;
   double loss_value = 0;
+  std::optional<sg::ProfileGuard> profiler;
   for (int s = 0; s < warmup + steps; ++s) {
+    if (profile && s == warmup) profiler.emplace();
     const auto t0 = std::chrono::steady_clock::now();
+    sg::profile_mark("between steps");
     const sg::Tensor logits = model.head->forward(model.encoder->forward(ids, valid_lens));
     const sg::Tensor loss = sg::cross_entropy(logits, labels);
     opt.zero_grad();
+    sg::profile_mark("zero_grad");
     sg::backward(loss);
+    sg::profile_mark("backward: freeing the graph");
     opt.step();
+    sg::profile_mark("adam step");
     if (s >= warmup) times.push_back(seconds_since(t0));
     loss_value = loss.item<double>();
   }
@@ -120,13 +142,14 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak) {
               "peak RSS %ld MiB  loss %.4f\n",
               c.name, sg::num_threads(), ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
               peak, usage.ru_maxrss / 1024, loss_value);
+  if (profile) print_profile(steps);
   std::fflush(stdout);
 }
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--config tiny|medium|large|all] [--threads N] [--steps N] [--warmup N] "
-               "[--dropout P]\n",
+               "[--dropout P] [--profile]\n",
                argv0);
   return 2;
 }
@@ -137,11 +160,16 @@ int main(int argc, char** argv) {
   std::string which = "all";
   int threads = 0, steps = 50, warmup = 5;
   double dropout = 0.1;
+  bool profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       usage(argv[0]);
       return 0;
+    }
+    if (arg == "--profile") {
+      profile = true;
+      continue;
     }
     if (i + 1 >= argc) return usage(argv[0]);
     const char* v = argv[++i];
@@ -163,6 +191,6 @@ int main(int argc, char** argv) {
   if (threads) sg::set_num_threads(threads);
   const double peak = sgemm_peak_gflops();
   for (const Config& c : kConfigs)
-    if (which == "all" || which == c.name) run(c, steps, warmup, dropout, peak);
+    if (which == "all" || which == c.name) run(c, steps, warmup, dropout, peak, profile);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "core/ops.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/vecmath.hpp"
 
 namespace sg::core {
 namespace {
@@ -32,7 +33,7 @@ Tensor map(const Tensor& x, const char* op, F f) {
 
 Tensor neg(const Tensor& x) { return map<true>(x, "neg", [](auto v) { return -v; }); }
 Tensor abs(const Tensor& x) { return map<true>(x, "abs", [](auto v) { return v < 0 ? -v : v; }); }
-Tensor exp(const Tensor& x) { return map<false>(x, "exp", [](auto v) { return std::exp(v); }); }
+Tensor exp(const Tensor& x) { return map<false>(x, "exp", [](auto v) { return exp_fast(v); }); }
 Tensor log(const Tensor& x) { return map<false>(x, "log", [](auto v) { return std::log(v); }); }
 Tensor sqrt(const Tensor& x) { return map<false>(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
 Tensor tanh(const Tensor& x) { return map<false>(x, "tanh", [](auto v) { return std::tanh(v); }); }

@@ -107,7 +107,6 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     offsets = clipped_offsets(nq, nk, positions.max_distance);
     scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
   }
-  scores = scores * scale;
   Tensor lens;
   if (valid_lens.defined()) {
     if (valid_lens.dtype() != int64 || (valid_lens.shape() != Shape{batch} &&
@@ -122,7 +121,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
              valid_lens.shape(), " is outside [0, ", nk, "] for keys ", keys.shape());
     lens = repeat_for_heads(valid_lens, num_heads);
   }
-  const Tensor weights = masked_softmax(scores, lens, causal);  // (B*h, Q, K)
+  const Tensor weights = masked_softmax(scores, lens, causal, scale);  // (B*h, Q, K), scores / sqrt(d) inside
   attention_weights_ = reshape(weights.detach(), {batch, num_heads, nq, nk});
   const Tensor dropped = attention_dropout->forward(weights);
   Tensor heads = matmul(dropped, v);  // (B*h, Q, d)

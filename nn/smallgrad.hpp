@@ -15,6 +15,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/graphviz.hpp"
+#include "autograd/profiler.hpp"
 #include "nn/module.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"

@@ -433,9 +433,9 @@ TEST_CASE("softmax and log_softmax gradcheck", "[autograd][gradcheck]") {
 }
 
 namespace {
-// d2l's masked softmax: scores past a row's valid length replaced by -1e6.
+// d2l's masked softmax: scale * scores, those past a row's valid length replaced by -1e6.
 std::vector<double> naive_masked_softmax(const Tensor& scores, const std::vector<int64_t>& lens_per_row,
-                                         bool causal) {
+                                         bool causal, double scale = 1) {
   const int64_t q = scores.shape()[1], k = scores.shape()[2];
   const auto x = scores.to_vector<double>();
   std::vector<double> out;
@@ -443,7 +443,7 @@ std::vector<double> naive_masked_softmax(const Tensor& scores, const std::vector
     int64_t len = lens_per_row[r];
     if (causal) len = std::min<int64_t>(len, static_cast<int64_t>(r) % q + 1);
     std::vector<double> z(static_cast<size_t>(k));
-    for (int64_t j = 0; j < k; ++j) z[static_cast<size_t>(j)] = j < len ? x[r * k + j] : -1e6;
+    for (int64_t j = 0; j < k; ++j) z[static_cast<size_t>(j)] = j < len ? scale * x[r * k + j] : -1e6;
     for (double v : softmax_row(z)) out.push_back(v);
   }
   return out;
@@ -462,6 +462,8 @@ TEST_CASE("masked_softmax gradchecks with every kind of mask", "[autograd][gradc
   check("masked_softmax causal Q < K", fn(Tensor(), true), {normal({2, 3, 5}, 112)});
   check("masked_softmax causal with lens (B)", fn(ids_tensor({2, 0}, {2}), true), {scores});
   check("masked_softmax causal with lens (B, Q)", fn(ids_tensor({1, 3, 2, 4, 0, 4}, {2, 3}), true), {scores});
+  check("masked_softmax scaled, causal with lens (B)",
+        [](const Inputs& in) { return sg::masked_softmax(in[0], ids_tensor({3, 1}, {2}), true, 0.35); }, {scores});
   check("masked_softmax composed",
         [](const Inputs& in) { return sg::matmul(sg::masked_softmax(in[0], ids_tensor({3, 1}, {2}), false), in[1]); },
         {scores, normal({2, 4, 2}, 113)});
@@ -489,6 +491,15 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(1e-14));
     }
+  }
+  SECTION("float32 (the vectorised exp) and a scale match the naive loop too") {
+    sg::Generator gen(5);
+    const Tensor s32 = sg::rand({3, 5, 37}, gen, sg::float32, -8, 8);  // 37 keys: a vector tail
+    std::vector<int64_t> per_row(15);
+    for (size_t r = 0; r < 15; ++r) per_row[r] = r < 5 ? 37 : r < 10 ? 20 : 0;
+    const auto got = sg::masked_softmax(s32, ids_tensor({37, 20, 0}, {3}), true, 0.7).to_vector<double>();
+    const auto want = naive_masked_softmax(s32, per_row, true, 0.7);
+    for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
   }
   SECTION("masked keys get exactly zero weight and zero gradient; a 0-length row is uniform") {
     Tensor x = sg::clone(scores).set_requires_grad();
@@ -614,6 +625,30 @@ TEST_CASE("dropout scales kept values by 1/(1-p) and drops about p of them", "[a
   // The same seed gives the same mask.
   sg::Generator g1(3), g2(3);
   REQUIRE(sg::dropout(x, 0.5, true, g1).to_vector<double>() == sg::dropout(x, 0.5, true, g2).to_vector<double>());
+}
+
+TEST_CASE("dropout's mask is the same on any thread count, and neighbours are independent", "[autograd]") {
+  const Tensor x = sg::ones({300000}, sg::float32);  // above the parallel threshold
+  const int saved = sg::num_threads();
+  std::vector<std::vector<float>> masks;
+  for (int threads : {1, 2}) {
+    sg::set_num_threads(threads);
+    sg::Generator gen(11);
+    masks.push_back(sg::dropout(x, 0.5, true, gen).to_vector<float>());
+  }
+  sg::set_num_threads(saved);
+  REQUIRE(masks[0] == masks[1]);
+  // Pairs (i, i+1): each of the four outcomes about a quarter of the time.
+  int64_t counts[4] = {};
+  for (size_t i = 0; i + 1 < masks[0].size(); i += 2) ++counts[(masks[0][i] > 0) * 2 + (masks[0][i + 1] > 0)];
+  for (int64_t c : counts) REQUIRE(std::fabs(static_cast<double>(c) / 150000 - 0.25) < 0.01);
+  // Two calls draw different masks; backward applies the forward's mask.
+  sg::Generator gen(11);
+  Tensor leaf = sg::ones({1000}, sg::float64).set_requires_grad();
+  const Tensor y1 = sg::dropout(leaf, 0.5, true, gen), y2 = sg::dropout(leaf, 0.5, true, gen);
+  REQUIRE(y1.to_vector<double>() != y2.to_vector<double>());
+  sg::backward(sg::sum(y1));
+  REQUIRE(leaf.grad().to_vector<double>() == y1.to_vector<double>());  // dy/dx = mask / (1 - p) = y for x = 1
 }
 
 // ---------------------------------------------------------------------------

@@ -19,6 +19,8 @@
 
 #include <smallgrad.hpp>
 
+#include "core/vecmath.hpp"  // not in the umbrella header: an internal kernel helper
+
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -594,4 +596,33 @@ TEMPLATE_TEST_CASE("unary ops give the same results on 1 and 2 threads", "[core]
     const std::vector<T> two = op.kernel(x).template to_vector<T>();
     CHECK(one == two);
   }
+}
+
+// core/vecmath.hpp: the vectorisable float exp behind softmax and core::exp.
+TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[elementwise]") {
+  double worst = 0;
+  float worst_x = 0;
+  // Every 1/1024 from -104 to 89: results from subnormal to the largest float.
+  for (int64_t i = -104 * 1024; i <= 89 * 1024; ++i) {
+    const float x = static_cast<float>(i) / 1024.0f;
+    const double want = std::exp(static_cast<double>(x));
+    const double got = sg::core::exp_fast(x);
+    if (want > std::numeric_limits<float>::max()) {
+      REQUIRE(std::isinf(got));
+    } else if (want < std::numeric_limits<float>::min()) {
+      REQUIRE(std::fabs(got - want) <= std::numeric_limits<float>::denorm_min());  // gradual underflow
+    } else if (const double rel = std::fabs(got - want) / want; rel > worst) {
+      worst = rel;
+      worst_x = x;
+    }
+  }
+  INFO("worst relative error " << worst << " at x = " << worst_x);
+  REQUIRE(worst < 2e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  REQUIRE(sg::core::exp_fast(0.0f) == 1.0f);
+  REQUIRE(sg::core::exp_fast(-inf) == 0.0f);
+  REQUIRE(sg::core::exp_fast(-1e6f) == 0.0f);  // masked attention scores
+  REQUIRE(std::isinf(sg::core::exp_fast(inf)));
+  REQUIRE(std::isinf(sg::core::exp_fast(1e6f)));
+  REQUIRE(std::isnan(sg::core::exp_fast(std::numeric_limits<float>::quiet_NaN())));
 }

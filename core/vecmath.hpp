@@ -1,0 +1,43 @@
+#pragma once
+// exp that the compiler vectorises. std::exp is a call into libm per element
+// (about 2.4 ns here): softmax over attention scores spent most of its time
+// in it. exp_fast is straight-line arithmetic, so a loop over it becomes
+// AVX-512 code (about 16 floats per few cycles).
+//
+// float: exp(x) = 2^n exp(r), n = round(x log2(e)), r = x - n ln(2) in
+// [-ln2/2, ln2/2] (ln 2 split in two for an exact reduction), exp(r) by
+// Cephes' degree-6 polynomial: relative error under 2e-7 (about 2 ulp) over
+// the whole range, checked against std::exp in tests/test_core_ops.cpp.
+// 2^n is built from the exponent bits in two halves, so results that
+// underflow to subnormals or zero, or overflow to infinity, come out as
+// std::exp's do; exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
+// double: std::exp (the float64 paths serve gradcheck, where accuracy rules).
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace sg::core {
+
+inline float exp_fast(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);  // past these: 0 and inf anyway
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22):
+  // std::floor or std::nearbyint would keep the loop from vectorising without -ffast-math.
+  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = std::fma(n, -0.693359375f, c);  // c - n ln2, ln2 = 0.693359375 - 2.12194440e-4
+  r = std::fma(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  p = std::fma(p * r, r, r) + 1.0f;  // exp(r) = 1 + r + r^2 P(r)
+  const auto k = static_cast<int32_t>(n);  // in [-150, 128]
+  const int32_t half = k >> 1;             // 2^k = 2^half 2^(k - half), both normal floats
+  const float y = p * std::bit_cast<float>((half + 127) << 23) * std::bit_cast<float>((k - half + 127) << 23);
+  return x != x ? x : y;
+}
+
+inline double exp_fast(double x) { return std::exp(x); }
+
+}  // namespace sg::core
