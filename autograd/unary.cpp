@@ -1,8 +1,11 @@
 // Elementwise functions. Where the derivative is cheapest from the output
 // (exp, sqrt, tanh, sigmoid), the backward captures the output's data
 // (out.detach(): the data without the node, so no reference cycle).
+#include <algorithm>
+
 #include "autograd/ops.hpp"
 #include "core/ops.hpp"
+#include "core/parallel.hpp"
 
 namespace sg {
 
@@ -43,9 +46,28 @@ Tensor sigmoid(const Tensor& x) {
   });
 }
 
+namespace {
+
+// dx = g where x > 0, else 0: one pass (a mask tensor and a mul would be two
+// passes and a temporary as big as x). Restrict pointers so it vectorises.
+template <class T>
+void relu_grad_range(const T* __restrict x, const T* __restrict g, T* __restrict dx, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) dx[i] = x[i] > T(0) ? g[i] : T(0);
+}
+
+}  // namespace
+
 Tensor relu(const Tensor& x) {
   return record("relu", core::relu(x), {x}, [x](const Tensor& g) -> Grads {
-    return {core::mul(g, core::gt(x, zeros({}, x.dtype())))};  // 1 where x > 0, else 0
+    Tensor dx = empty(x.shape(), x.dtype());
+    visit_floating(x, "relu", [&](auto tag) {
+      using T = decltype(tag);
+      const int64_t n = x.numel(), block = 1 << 13;
+      parallel_for((n + block - 1) / block, n >= kParallelElementwise, [&](int64_t b) {
+        relu_grad_range(x.data<T>(), g.data<T>(), dx.data<T>(), b * block, std::min(n, (b + 1) * block));
+      });
+    });
+    return {dx};
   });
 }
 

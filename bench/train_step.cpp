@@ -68,7 +68,7 @@ double sgemm_peak_gflops() {
   const sg::Tensor a = sg::rand({n, n}), b = sg::rand({n, n});
   sg::Tensor c = sg::empty({n, n});
   double best = 0;
-  for (int r = 0; r < 7; ++r) {
+  for (int r = 0; r < 15; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     sg::core::gemm<float>(false, false, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
                           c.data<float>(), n);

@@ -35,9 +35,11 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
 #pragma omp simd reduction(+ : total)
         for (int64_t i = 0; i < n; ++i) total += exp_fast(in[i] - m);
       } else {
-        for (int64_t i = 0; i < n; ++i) o[i] = exp_fast(in[i] - m);
 #pragma omp simd reduction(+ : total)
-        for (int64_t i = 0; i < n; ++i) total += o[i];
+        for (int64_t i = 0; i < n; ++i) {
+          o[i] = exp_fast(in[i] - m);
+          total += o[i];
+        }
       }
       if constexpr (kLog) {
         // (x - m) - log(total), not x - (m + log(total)): with large logits
