@@ -59,7 +59,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 #pragma omp simd reduction(+ : v)
       for (int64_t d = 0; d < dim; ++d) v += (xr[d] - m) * (xr[d] - m);
       const T inv = T(1) / std::sqrt(v / T(dim) + T(eps));
-      for (int64_t d = 0; d < dim; ++d) o[r * dim + d] = (xr[d] - m) * inv * gm[d] + bt[d];
+      T* orow = o + r * dim;
+#pragma omp simd
+      for (int64_t d = 0; d < dim; ++d) orow[d] = (xr[d] - m) * inv * gm[d] + bt[d];
       mu[r] = m;
       rs[r] = inv;
     });
@@ -79,18 +81,18 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
       T *dxp = dx.data<T>(), *dg = dgamma.data<T>(), *db = dbeta.data<T>();
       parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
         const T *xr = in + r * dim, *gr = gp + r * dim;
+        T* dxr = dxp + r * dim;
+        const T m = mu[r], s = rs[r];  // locals: the stores to dxr could alias mu and rs for all GCC knows
         T sum_gx = 0, sum_gx_xhat = 0;
 #pragma omp simd reduction(+ : sum_gx, sum_gx_xhat)
         for (int64_t d = 0; d < dim; ++d) {
-          const T xhat = (xr[d] - mu[r]) * rs[r], gx = gr[d] * gm[d];
+          const T xhat = (xr[d] - m) * s, gx = gr[d] * gm[d];
           sum_gx += gx;
           sum_gx_xhat += gx * xhat;
         }
         const T mean_gx = sum_gx / T(dim), mean_gx_xhat = sum_gx_xhat / T(dim);
-        for (int64_t d = 0; d < dim; ++d) {
-          const T xhat = (xr[d] - mu[r]) * rs[r];
-          dxp[r * dim + d] = rs[r] * (gr[d] * gm[d] - mean_gx - xhat * mean_gx_xhat);
-        }
+#pragma omp simd
+        for (int64_t d = 0; d < dim; ++d) dxr[d] = s * (gr[d] * gm[d] - mean_gx - (xr[d] - m) * s * mean_gx_xhat);
       });
       param_grads(in, gp, mu, rs, dg, db, rows, dim);
     });

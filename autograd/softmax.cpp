@@ -59,6 +59,26 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
 
 }  // namespace
 
+// One row: o = softmax(s * in[0, n) followed by keys - n copies of -1e6).
+// A function of its own, with restrict pointers and values: inside the
+// OpenMP closure every captured variable is a load the compiler must repeat.
+template <class T>
+void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int64_t keys, T s) {
+  // -1e6 is the replacement value; it takes part in max and sum like any score.
+  T m = n < keys ? T(-1e6) : s * in[0];
+  // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
+  T total = 0;  // exp and sum in one loop: short rows (16 keys) pay per loop, not per element
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < keys; ++j) {
+    o[j] = core::exp_fast((j < n ? s * in[j] : T(-1e6)) - m);
+    total += o[j];
+  }
+  const T inv = T(1) / total;
+  for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
+}
+
 // scores: (B, Q, K), valid_lens: none, (B) or (B, Q) -> weights: (B, Q, K).
 // Row r keeps keys [0, len[r]) of scale * scores and replaces the rest by
 // -1e6, then softmax. One pass each way: the scaling (attention's 1/sqrt(d))
@@ -77,22 +97,7 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
     T* y = out.data<T>();
     const T s = static_cast<T>(scale);
     parallel_for(rows, parallel, [&](int64_t r) {
-      const T* in = x + r * keys;
-      T* o = y + r * keys;
-      const int64_t n = len[static_cast<size_t>(r)];
-      // -1e6 is the replacement value; it takes part in max and sum like any score.
-      T m = n < keys ? T(-1e6) : s * in[0];
-      // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
-      T total = 0;  // exp and sum in one loop: short rows (16 keys) pay per loop, not per element
-#pragma omp simd reduction(+ : total)
-      for (int64_t j = 0; j < keys; ++j) {
-        o[j] = core::exp_fast((j < n ? s * in[j] : T(-1e6)) - m);
-        total += o[j];
-      }
-      const T inv = T(1) / total;
-      for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
+      masked_softmax_row(x + r * keys, y + r * keys, len[static_cast<size_t>(r)], keys, s);
     });
   });
   return record("masked_softmax", out, {scores},
