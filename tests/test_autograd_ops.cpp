@@ -5,6 +5,8 @@
 // top feed gradcheck such deliberately wrong backwards and expect failure.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <smallgrad.hpp>
 
 #include <cmath>
@@ -537,6 +539,8 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
     REQUIRE_THROWS_WITH(sg::masked_softmax(scores, ids_tensor({1, 2, 3, 4, -1, 0}, {2, 3}), false),
                         Contains("valid length -1 at batch 1, query 1"));
     REQUIRE_THROWS_WITH(sg::masked_softmax(scores, normal({2}, 1), false), Contains("valid_lens must be int64"));
+    REQUIRE_THROWS_WITH(sg::masked_softmax(scores, Tensor(), false, std::numeric_limits<double>::infinity()),
+                        Contains("masked_softmax: scale must be finite, got inf"));
     REQUIRE_THROWS_WITH(sg::masked_softmax(normal({3, 4}, 1), Tensor(), false),
                         Contains("scores must be (batch, queries, keys), got (3, 4)"));
   }
