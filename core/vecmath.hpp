@@ -19,7 +19,9 @@
 namespace sg::core {
 
 inline float exp_fast(float x) {
-  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);  // past these: 0 and inf anyway
+  // Past these bounds the result is 0 or inf anyway. Written so that NaN lands
+  // on -104 (both tests false): converting NaN to int below would be undefined.
+  const float c = x > -104.0f ? (x < 89.0f ? x : 89.0f) : -104.0f;
   // Round to nearest by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22):
   // std::floor or std::nearbyint would keep the loop from vectorising without -ffast-math.
   const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
