@@ -83,14 +83,15 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 }
 
 // Direct BLIS: one row-major product with `threads` threads.
-void blis_direct(bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                 float* c, int threads) {
+// A is stored (m, k), or (k, m) when ta; B is stored (k, n), or (n, k) when tb.
+void blis_direct(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                 const float* b, float* c, int threads) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(threads, &rntm);
   float alpha = 1.f, beta = 0.f;
-  bli_sgemm_ex(BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m, n, k, &alpha,
-               const_cast<float*>(a), k, 1, const_cast<float*>(b), tb ? k : n, 1, &beta, c, n, 1,
-               nullptr, &rntm);
+  bli_sgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m,
+               n, k, &alpha, const_cast<float*>(a), ta ? m : k, 1, const_cast<float*>(b),
+               tb ? k : n, 1, &beta, c, n, 1, nullptr, &rntm);
 }
 
 void print_row(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch, double flops,
@@ -134,29 +135,46 @@ int main(int argc, char** argv) {
               std::string(12, '-').c_str(), std::string(10, '-').c_str(),
               std::string(10, '-').c_str(), std::string(7, '-').c_str());
 
+  // The encoders' shapes: forward x.W (NN), the input gradient g.W^T (NT)
+  // and the weight gradient x^T.g (TN), for the tiny (1024 tokens, hidden
+  // 64, ffn 128), medium (2048, 128, 256) and large (2048, 256, 1024) runs.
   struct Single {
     const char* name;
     int64_t m, n, k;
+    bool ta = false, tb = false;
   };
   const Single singles[] = {
       {"square", 256, 256, 256},
       {"square", 512, 512, 512},
       {"square", 1024, 1024, 1024},
       {"square", 2048, 2048, 2048},
-      {"encoder (1024,64)x(64,64)", 1024, 64, 64},
-      {"encoder (1024,64)x(64,128)", 1024, 128, 64},
-      {"encoder (1024,128)x(128,128)", 1024, 128, 128},
-      {"encoder (1024,128)x(128,64)", 1024, 64, 128},
+      {"tiny x.W", 1024, 64, 64},
+      {"tiny g.W^T", 1024, 64, 64, false, true},
+      {"tiny x^T.g", 64, 64, 1024, true, false},
+      {"tiny ffn x.W1", 1024, 128, 64},
+      {"tiny ffn h.W2", 1024, 64, 128},
+      {"tiny ffn h^T.g", 128, 64, 1024, true, false},
+      {"medium x.W", 2048, 128, 128},
+      {"medium x^T.g", 128, 128, 2048, true, false},
+      {"medium ffn x.W1", 2048, 256, 128},
+      {"medium ffn g.W1^T", 2048, 128, 256, false, true},
+      {"large x.W", 2048, 256, 256},
+      {"large ffn x.W1", 2048, 1024, 256},
+      {"large ffn h.W2", 2048, 256, 1024},
+      {"large ffn g.W1^T", 2048, 256, 1024, false, true},
+      {"large ffn x^T.g", 256, 1024, 2048, true, false},
   };
   for (const Single& s : singles) {
     const auto a = random_floats(s.m * s.k, 1), b = random_floats(s.k * s.n, 2);
     std::vector<float> c(s.m * s.n, 0.f);
+    const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
     const auto t = median_seconds(
         [&] {
-          sg::core::gemm<float>(false, false, s.m, s.n, s.k, 1.f, a.data(), s.k, b.data(), s.n,
-                                0.f, c.data(), s.n);
+          sg::core::gemm<float>(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, 0.f,
+                                c.data(), s.n);
         },
-        [&] { blis_direct(false, s.m, s.n, s.k, a.data(), b.data(), c.data(), threads); }, reps);
+        [&] { blis_direct(s.ta, s.tb, s.m, s.n, s.k, a.data(), b.data(), c.data(), threads); },
+        reps);
     print_row(s.name, s.m, s.n, s.k, 1, 2.0 * s.m * s.n * s.k, t);
   }
 
@@ -187,7 +205,7 @@ int main(int argc, char** argv) {
         [&] {
 #pragma omp parallel for schedule(static) num_threads(threads)
           for (int64_t i = 0; i < batch; ++i)
-            blis_direct(s.tb, s.m, s.n, s.k, a.data() + i * sa, b.data() + i * sb,
+            blis_direct(false, s.tb, s.m, s.n, s.k, a.data() + i * sa, b.data() + i * sb,
                         c.data() + i * sc, 1);
         },
         reps);

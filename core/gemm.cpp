@@ -8,18 +8,20 @@
 //
 // Three paths, chosen by size (the thresholds are measured; see
 // docs/results.md, "GEMM"):
-//   tiny products       our own small kernel: BLIS spends ~4.7 us per call
-//                       before doing any arithmetic, more than a 16x16x16
-//                       product takes
-//   one larger product  BLIS with num_threads() threads (one inside an
-//                       OpenMP region, and one for mid-sized products, where
-//                       a second thread costs more than it brings)
-//   a batch             OpenMP over the batch, each product on one thread
-//                       (small kernel or one-thread BLIS), never BLIS threads
-//                       inside OpenMP threads
-// The small kernel and the one-thread products depend on the shape only,
-// and BLIS's threads split the rows and columns of C, never the k sum, so
-// results do not change with set_num_threads (tests/test_gemm.cpp checks).
+//   most products       our own register-blocked kernel, on num_threads()
+//                       threads (one inside an OpenMP region or below
+//                       ~5 us of work). On the encoders' shapes, where one
+//                       of n and k is 64 to 256, it runs 1.1 to 1.8x faster
+//                       than BLIS, which packs A as well as B; and BLIS
+//                       spends ~4.7 us per call before any arithmetic, more
+//                       than a 16x16x16 product takes.
+//   big products        (n and k both over 1024) BLIS with num_threads()
+//                       threads
+//   a batch             OpenMP over the batch, each product on one thread,
+//                       never threads inside threads
+// The kernel's threads split the rows of C, BLIS's split the rows and
+// columns, never the k sum, so results do not change with set_num_threads
+// (tests/test_gemm.cpp checks).
 #include "core/gemm.hpp"
 
 #include <blis.h>
@@ -40,16 +42,13 @@ namespace {
 // ---- thresholds (measured on AMD Zen 5 with the skx kernels; the numbers
 // are in docs/results.md, "GEMM") ----
 
-// Products up to this many multiply-adds (m*n*k) go through the small
-// kernel, which beats one-thread BLIS up to about 128x128x128: BLIS pays
-// ~4.7 us per call before any arithmetic (16x16x16: 0.15 us here, 4.7 us in
-// BLIS). n and k are capped so that the packed copy of B stays small.
-constexpr int64_t kSmallWork = 1 << 20;
-constexpr int64_t kSmallMaxNK = 256;
-// One product below this m*n*k runs BLIS on one thread even when more are
-// available: at 128^3 two threads take 36 us and one 29 us; from about
-// 1024x64x64 on, two threads win.
-constexpr int64_t kBlisParallelWork = 1 << 22;
+// Products go through our kernel unless both n and k are over this: the
+// kernel matches or beats BLIS up to 1024^3 on one and two threads, and at
+// 2048^3 they are even (BLIS's blocking of A as well as B pays off there).
+constexpr int64_t kKernelMaxNK = 1024;
+// Our kernel runs one product on several threads from this m*n*k on (about
+// 5 us of arithmetic on one thread; a two-thread region costs ~3 us).
+constexpr int64_t kKernelParallelWork = 1 << 19;
 // A batch goes parallel when its one-thread time would be over ~6 us, twice
 // what starting a two-thread OpenMP region costs. The one-thread time is
 // about (m*n*k + kProductOverhead) multiply-adds at ~40 per ns: the overhead
@@ -58,87 +57,204 @@ constexpr int64_t kBlisParallelWork = 1 << 22;
 constexpr int64_t kBatchParallelWork = 1 << 18;
 constexpr int64_t kProductOverhead = 2048;
 
-// ---- the small kernel ----
+// ---- our register-blocked kernel ----
 //
 //   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
 //
-// For products small enough that op(B) fits in L1 or L2. op(B) is first
-// copied into column panels Bp (n/W, k, W): panel q holds columns
-// q*W .. q*W+W-1 of op(B), one row of W values per p, zero-padded past n.
-// A row of W values is one 64-byte vector, Vec<T> (16 floats or 8 doubles:
-// one AVX-512 register). Then each R x W tile of C is summed in R vector
-// accumulators: for each p, one panel row times a(i, p) is added to each of
-// the R rows. The R sums are independent, which hides the latency of the
-// fused multiply-add. op(A) is read in place: a(i, p) is a[i*a_rs + p*a_cs]
-// whether A is transposed or not.
+// op(B) is first copied into column panels: panel q holds columns
+// q*P .. q*P+P-1 of op(B) (P = kPanelVecs vectors of W values; W = 16 floats
+// or 8 doubles, one 64-byte AVX-512 register), one row of P values per p,
+// zero-padded past n. Then each R x P tile of C is summed in R * kPanelVecs
+// vector accumulators that stay in registers for the whole depth: for each
+// p, the panel's row is loaded once (kPanelVecs loads) and a(i, p) of each
+// of the R rows is broadcast and multiplied into it (R * kPanelVecs fused
+// multiply-adds). 16 independent accumulators hide the FMA latency, and 16
+// FMAs per 2 + 8 loads keep both FMA pipes busy. op(A) is read in place:
+// a(i, p) is a[i*a_rs + p*a_cs] whether A is transposed or not (8
+// consecutive values of one column when it is).
+//
+// The depth is cut into blocks of kDepthBlock so that one panel's block
+// (256 x 32 floats = 32 KiB) stays in L1 while a block of rows streams past
+// it; the rows are cut into blocks of kRowBlock so that their A values stay
+// in L2 across the panels. Blocks after the first accumulate into C.
+//
+// Measured against BLIS's skx kernels on the encoder's shapes, one thread:
+// 1024x64x64 200 against 141 GFLOP/s, 64x64x1024 (a weight gradient) 187
+// against 109, 2048x256x256 209 against 196 (docs/results.md, "GEMM"):
+// BLIS packs A as well as B, which costs as much as the arithmetic when one
+// of n and k is 64.
 //
 // Vec<T> is GCC's vector extension (also in clang). Written as plain loops
 // over W values, g++ 12 vectorises this kernel badly (it vectorises the p
-// loop instead, ~10 GFLOP/s at 16x16x16); with Vec<T> it runs ~5x faster.
-// Without AVX-512, the compiler splits each Vec<T> into narrower registers.
+// loop instead); with Vec<T> it runs several times faster. Without AVX-512
+// the compiler splits each Vec<T> into narrower registers.
 template <class T>
 using Vec [[gnu::vector_size(64)]] = T;
 template <class T>
-constexpr int kPanelWidth = sizeof(Vec<T>) / sizeof(T);  // W
-constexpr int kTileRows = 8;                               // R (4: 15% slower)
+constexpr int kVecWidth = sizeof(Vec<T>) / sizeof(T);  // W
+constexpr int kPanelVecs = 2;  // vectors per panel row
+constexpr int kTileVecs = 16;  // accumulators per tile: R = kTileVecs / vectors
 
-template <class T, int R>
-void small_tile(int64_t i0, int64_t j0, int64_t width, int64_t k, T alpha, const T* a,
-                int64_t a_rs, int64_t a_cs, const T* panel, T beta, T* c, int64_t ldc) {
-  constexpr int W = kPanelWidth<T>;
-  Vec<T> acc[R] = {};
-  for (int64_t p = 0; p < k; ++p) {
-    Vec<T> brow;
-    std::memcpy(&brow, panel + p * W, sizeof brow);
-    for (int r = 0; r < R; ++r) acc[r] += a[(i0 + r) * a_rs + p * a_cs] * brow;
+template <class T>
+constexpr int64_t kPanelWidth = kPanelVecs * kVecWidth<T>;  // P
+constexpr int64_t kDepthBlock = 256;
+constexpr int64_t kRowBlock = 128;
+
+// One tile: R rows of C times NV vectors of a panel (row stride ps), over a
+// depth of kc; writes the tile's first `width` columns (width <= NV * W).
+template <class T, int R, int NV>
+void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, int64_t ps,
+          T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+  constexpr int W = kVecWidth<T>;
+  // Written so that g++ keeps acc and b in registers: an `= {}` initialiser
+  // or one memcpy into the whole b array made it store all 16 accumulators to
+  // the stack on every step (3x slower).
+  Vec<T> acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = Vec<T>{};
+  for (int64_t p = 0; p < kc; ++p) {
+    Vec<T> b[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&b[v], panel + p * ps + v * W, sizeof b[v]);
+    for (int r = 0; r < R; ++r) {
+      const T x = a[r * a_rs + p * a_cs];
+      for (int v = 0; v < NV; ++v) acc[r][v] += x * b[v];
+    }
   }
-  // Write back columns j0 .. j0+width-1 (width <= W); beta == 0 overwrites
-  // whatever C held (even NaN), as BLAS specifies.
+  // beta == 0 overwrites whatever C held (even NaN), as BLAS specifies.
   for (int r = 0; r < R; ++r) {
-    T sum[W];
-    const Vec<T> scaled = alpha * acc[r];
-    std::memcpy(sum, &scaled, sizeof sum);
-    T* crow = c + (i0 + r) * ldc + j0;
-    if (beta == T(0)) {
-      for (int64_t jj = 0; jj < width; ++jj) crow[jj] = sum[jj];
-    } else {
-      for (int64_t jj = 0; jj < width; ++jj) crow[jj] = sum[jj] + beta * crow[jj];
+    T* crow = c + r * ldc;
+    for (int v = 0; v < NV; ++v) {
+      const int64_t cols = std::min<int64_t>(W, width - v * W);
+      if (cols <= 0) break;
+      Vec<T> out = alpha * acc[r][v];
+      if (cols == W) {  // whole vectors: one load and one store
+        if (beta != T(0)) {
+          Vec<T> old;
+          std::memcpy(&old, crow + v * W, sizeof old);
+          out += beta * old;
+        }
+        std::memcpy(crow + v * W, &out, sizeof out);
+      } else {
+        T sum[W];
+        std::memcpy(sum, &out, sizeof sum);
+        for (int64_t j = 0; j < cols; ++j)
+          crow[v * W + j] = beta == T(0) ? sum[j] : sum[j] + beta * crow[v * W + j];
+      }
     }
   }
 }
 
+// Tiles for rows i0 .. i1-1 against one panel: R rows at a time (16 with one
+// vector per row, 8 with two: 16 accumulators either way), then 4, 2 and 1
+// for the last rows.
+template <class T, int NV>
+void tile_rows(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs,
+               const T* panel, int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+  constexpr int R = kTileVecs / NV;
+  auto at = [&](int64_t i) { return a + i * a_rs; };
+  int64_t i = i0;
+  for (; i + R <= i1; i += R)
+    tile<T, R, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  if constexpr (R > 8) {
+    for (; i + 8 <= i1; i += 8)
+      tile<T, 8, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  }
+  for (; i + 4 <= i1; i += 4)
+    tile<T, 4, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i + 2 <= i1; i += 2)
+    tile<T, 2, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i < i1; ++i)
+    tile<T, 1, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+}
+
+// How op(B) (k, n) is laid out in panels: `stride` values a row (P, or W
+// when all of B fits in one vector's width, so a 16-column B is not padded
+// to 32), panel q holding columns q*stride .. q*stride+stride-1 at
+// packed + q*stride*k, zero-padded past n.
+struct Panels {
+  int64_t stride, count;
+};
 template <class T>
-void small_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  constexpr int W = kPanelWidth<T>;
-  const int64_t panels = (n + W - 1) / W;
-  // One buffer per thread, grown as needed and reused by every later call.
-  thread_local std::vector<T> packed;
-  if (packed.size() < static_cast<size_t>(panels * k * W)) packed.resize(panels * k * W);
-  T* bp = packed.data();
-  // op(B)(p, j) is b[p * ldb + j], or b[j * ldb + p] when B is transposed.
-  const int64_t b_rs = trans_b ? 1 : ldb, b_cs = trans_b ? ldb : 1;
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t j0 = q * W, width = std::min<int64_t>(W, n - j0);
+Panels panels_for(int64_t n) {
+  const int64_t stride = n <= kVecWidth<T> ? kVecWidth<T> : kPanelWidth<T>;
+  return {stride, (n + stride - 1) / stride};
+}
+
+// Copies panel q of op(B) into `packed`.
+template <class T>
+void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const T* b, int64_t ldb,
+                T* packed) {
+  const int64_t ps = pl.stride, j0 = q * ps, width = std::min(ps, n - j0);
+  T* panel = packed + j0 * k;
+  if (!trans_b) {
     for (int64_t p = 0; p < k; ++p) {
-      T* dst = bp + (q * k + p) * W;
-      for (int64_t jj = 0; jj < width; ++jj) dst[jj] = b[p * b_rs + (j0 + jj) * b_cs];
-      for (int64_t jj = width; jj < W; ++jj) dst[jj] = T(0);
+      std::memcpy(panel + p * ps, b + p * ldb + j0, width * sizeof(T));
+      std::fill(panel + p * ps + width, panel + (p + 1) * ps, T(0));
+    }
+  } else {
+    // op(B)(p, j) = b[j * ldb + p]: each panel row gathers one column of
+    // the stored B (g++ uses AVX-512 gathers for the j loop).
+    const T* bj = b + j0 * ldb;
+    for (int64_t p = 0; p < k; ++p) {
+      T* dst = panel + p * ps;
+      for (int64_t j = 0; j < width; ++j) dst[j] = bj[j * ldb + p];
+      for (int64_t j = width; j < ps; ++j) dst[j] = T(0);
     }
   }
-  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t j0 = q * W, width = std::min<int64_t>(W, n - j0);
-    const T* panel = bp + q * k * W;
-    int64_t i = 0;
-    for (; i + kTileRows <= m; i += kTileRows)
-      small_tile<T, kTileRows>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-    // The last rows, fewer than R: tiles of 4, 2 and 1 rows.
-    for (; i + 4 <= m; i += 4)
-      small_tile<T, 4>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-    for (; i + 2 <= m; i += 2)
-      small_tile<T, 2>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
-    for (; i < m; ++i) small_tile<T, 1>(i, j0, width, k, alpha, a, a_rs, a_cs, panel, beta, c, ldc);
+}
+
+// Rows i0 .. i1-1 of C from the packed op(B), block by block.
+template <class T>
+void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t n, int64_t k, T alpha,
+                 const T* a, int64_t lda, const T* packed, Panels pl, T beta, T* c, int64_t ldc) {
+  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1, ps = pl.stride;
+  for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock) {
+    const int64_t r1 = std::min(i1, r0 + kRowBlock);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
+      const int64_t kc = std::min(kDepthBlock, k - p0);
+      const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
+      const T* a_block = a + p0 * a_cs;
+      for (int64_t j0 = 0; j0 < n; j0 += ps) {
+        const int64_t width = std::min(ps, n - j0);
+        const T* panel = packed + j0 * k + p0 * ps;
+        if (width > kVecWidth<T>)
+          tile_rows<T, kPanelVecs>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta,
+                                   c + j0, ldc, width);
+        else
+          tile_rows<T, 1>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta, c + j0,
+                          ldc, width);
+      }
+    }
+  }
+}
+
+// The whole product with our kernel, on `threads` threads. The panels of
+// op(B) go into one buffer of the calling thread (packed in parallel, one
+// panel per iteration); then each thread computes its own rows of C, whole
+// tiles of 8 rows, so the result does not depend on the thread count.
+template <class T>
+void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+  const Panels pl = panels_for<T>(n);
+  // One buffer per calling thread, grown as needed and reused by every later call.
+  thread_local std::vector<T> buffer;
+  const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
+  if (buffer.size() < size) buffer.resize(size);
+  T* packed = buffer.data();
+  const int64_t tiles = (m + 7) / 8;
+  if (threads <= 1 || tiles < 2) {
+    for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+    kernel_rows(trans_a, 0, m, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+    // (the loop's implicit barrier: every panel is packed before any is read)
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t i0 = std::min(m, tiles * t / nt * 8), i1 = std::min(m, tiles * (t + 1) / nt * 8);
+    if (i0 < i1) kernel_rows(trans_a, i0, i1, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
   }
 }
 
@@ -184,9 +300,8 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
   }
 }
 
-bool is_small(int64_t m, int64_t n, int64_t k) {
-  return m * n * k <= kSmallWork && n <= kSmallMaxNK && k <= kSmallMaxNK;
-}
+// Whether our kernel (rather than BLIS) computes a product of this shape.
+bool use_kernel(int64_t n, int64_t k) { return n <= kKernelMaxNK || k <= kKernelMaxNK; }
 
 // One product, already checked, on this thread only (the batched path).
 template <class T>
@@ -195,8 +310,8 @@ void product_on_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            int64_t ldc) {
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
-  } else if (is_small(m, n, k)) {
-    small_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else if (use_kernel(n, k)) {
+    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1);
   } else {
     blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1);
   }
@@ -242,10 +357,10 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     return;
   }
   const int threads = omp_in_parallel() ? 1 : num_threads();
-  const bool small = is_small(m, n, k);
-  if (!small) detail::ensure_blis();
+  const bool kernel = use_kernel(n, k);
+  if (!kernel) detail::ensure_blis();
   // Fewer big products than threads: give each product all threads instead.
-  if (!small && batch < threads) {
+  if (batch < threads && m * n * k >= kKernelParallelWork) {
     for (int64_t i = 0; i < batch; ++i)
       gemm(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc);
     return;
@@ -273,13 +388,14 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   if (m == 0 || n == 0) return;
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
-  } else if (is_small(m, n, k)) {
-    small_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else if (use_kernel(n, k)) {
+    // Never nested threads: inside an OpenMP region, one thread.
+    const int threads = omp_in_parallel() || m * n * k < kKernelParallelWork ? 1 : num_threads();
+    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
   } else {
     detail::ensure_blis();
     // Never BLIS threads inside OpenMP threads: that oversubscribes the cores.
-    int threads = omp_in_parallel() ? 1 : num_threads();
-    if (m * n * k < kBlisParallelWork) threads = 1;
+    const int threads = omp_in_parallel() ? 1 : num_threads();
     blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
   }
 }

@@ -1,7 +1,9 @@
 // GEMM wrapper, batched GEMM and matmul against naive loops written here.
-// Shapes are chosen to go through every path in core/gemm.cpp: the small
-// kernel (m*n*k up to 2^20 with n, k <= 256), one-thread BLIS, multi-thread
-// BLIS (m*n*k >= 2^22), and the batched loop both serial and parallel.
+// Shapes are chosen to go through every path in core/gemm.cpp: the
+// register-blocked kernel (tiles of 16 x 16, 8 x 32 and the 4, 2 and 1 row
+// remainders, narrow last panels, depth blocks past k = 256, row blocks past
+// m = 128, one thread and several), BLIS (n and k both over 1024), and the
+// batched loop both serial and parallel.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -77,11 +79,15 @@ struct Dims {
   int64_t m, n, k;
 };
 
-// Small kernel, remainder rows and columns, one-thread BLIS (n > 256 or
-// m*n*k > 2^20) and multi-thread BLIS (m*n*k >= 2^22).
-const std::vector<Dims> kShapes = {{1, 1, 1},    {3, 5, 7},      {16, 16, 16},  {17, 33, 9},
-                                   {13, 40, 64}, {9, 300, 20},   {130, 70, 120}, {100, 96, 300},
-                                   {40, 20, 300}, {170, 160, 170}};
+// The kernel: 16-row tiles of one vector (n <= 16) and their remainders
+// (31 = 16 + 8 + 4 + 2 + 1), 8-row tiles of two vectors with a narrow last
+// panel (n = 40: 32 + 8), several depth blocks (k = 600: 256 + 256 + 88) and
+// row blocks (m = 300), on several threads from m*n*k = 2^19; then BLIS (n
+// and k both over 1024).
+const std::vector<Dims> kShapes = {{1, 1, 1},     {3, 5, 7},      {16, 16, 16},   {31, 16, 9},
+                                   {17, 33, 9},   {31, 40, 64},   {9, 300, 20},   {130, 70, 120},
+                                   {100, 96, 300}, {40, 20, 600}, {300, 48, 40},  {170, 160, 170},
+                                   {5, 1030, 1025}};
 
 template <class T>
 void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad_cols) {
@@ -227,8 +233,8 @@ TEMPLATE_TEST_CASE("gemm_batched matches a naive loop, with broadcast operands",
       }
 }
 
-TEST_CASE("gemm inside an OpenMP region runs BLIS on one thread and stays correct", "[gemm]") {
-  const Dims d{200, 180, 160};  // big enough for multi-thread BLIS outside a region
+TEST_CASE("gemm inside an OpenMP region runs on one thread and stays correct", "[gemm]") {
+  const Dims d{200, 180, 160};  // big enough for several threads outside a region
   const auto a = random_values<double>(d.m * d.k, 7);
   const auto b = random_values<double>(d.k * d.n, 8);
   std::vector<double> ref, scale;
@@ -359,19 +365,27 @@ TEST_CASE("matmul: 2-D, batched, broadcast batches, transposes", "[gemm]") {
 
 TEST_CASE("matmul results do not depend on the thread count", "[gemm]") {
   const int before = sg::num_threads();
-  const std::vector<std::pair<sg::Shape, sg::Shape>> shapes = {
-      {{300, 300}, {300, 300}},        // multi-thread BLIS
-      {{8, 128, 64}, {64, 128}},       // encoder Linear: one (1024, 64) x (64, 128)
-      {{4, 16, 16, 16}, {4, 16, 16, 16}},  // parallel small kernel
-      {{3, 130, 300}, {3, 300, 120}},  // parallel one-thread BLIS (k > 256)
+  struct Case {
+    sg::Shape a, b;
+    bool ta = false, tb = false;
   };
-  for (const auto& [sa, sb] : shapes) {
-    INFO(sg::detail::cat(sa, " by ", sb));
-    const sg::Tensor a = random_tensor(sa, sg::float32, 21), b = random_tensor(sb, sg::float32, 22);
+  const std::vector<Case> cases = {
+      {{300, 300}, {300, 300}},        // the kernel on 2 threads, 3 row blocks, 2 depth blocks
+      {{8, 128, 64}, {64, 128}},       // encoder Linear: one (1024, 64) x (64, 128)
+      {{1024, 64}, {1024, 64}, true},  // a weight gradient: A transposed, 4 depth blocks
+      {{1024, 64}, {48, 64}, false, true},  // an input gradient: B transposed
+      {{4, 16, 16, 16}, {4, 16, 16, 16}},  // a batch of tiny products, in parallel
+      {{3, 130, 300}, {3, 300, 120}},  // a batch in parallel, depth blocks
+      {{40, 1100}, {1100, 1100}},      // BLIS on 2 threads
+  };
+  for (const Case& cs : cases) {
+    INFO(sg::detail::cat(cs.a, cs.ta ? "ᵀ" : "", " by ", cs.b, cs.tb ? "ᵀ" : ""));
+    const sg::Tensor a = random_tensor(cs.a, sg::float32, 21);
+    const sg::Tensor b = random_tensor(cs.b, sg::float32, 22);
     sg::set_num_threads(1);
-    const auto one = sg::core::matmul(a, b).to_vector<float>();
+    const auto one = sg::core::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
     sg::set_num_threads(2);
-    const auto two = sg::core::matmul(a, b).to_vector<float>();
+    const auto two = sg::core::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
     REQUIRE(one == two);
   }
   sg::set_num_threads(before);
