@@ -26,6 +26,46 @@ void param_grads(const T* __restrict x, const T* __restrict g, const T* __restri
   }
 }
 
+// One row: y = (x - mean) * rstd * gamma + beta; returns mean and rstd. A
+// function with restrict pointers, like input_grad_row below.
+template <class T>
+void normalize_row(const T* __restrict x, const T* __restrict gamma, const T* __restrict beta,
+                   T* __restrict y, int64_t dim, T eps, T& mean, T& rstd) {
+  // omp simd: the sums run in vector lanes (plain -O3 keeps them in order, one lane).
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t d = 0; d < dim; ++d) s += x[d];
+  const T m = s / T(dim);
+  T v = 0;
+#pragma omp simd reduction(+ : v)
+  for (int64_t d = 0; d < dim; ++d) v += (x[d] - m) * (x[d] - m);
+  const T inv = T(1) / std::sqrt(v / T(dim) + eps);
+#pragma omp simd
+  for (int64_t d = 0; d < dim; ++d) y[d] = (x[d] - m) * inv * gamma[d] + beta[d];
+  mean = m;
+  rstd = inv;
+}
+
+// One row of dx = rstd * (gx - mean_d(gx) - xhat * mean_d(gx * xhat)), with
+// xhat = (x - m) * s and gx = g * gamma. A function with restrict pointers:
+// in the parallel loop's closure the stores to dx could alias every captured
+// value, which kept the loops scalar (3x slower).
+template <class T>
+void input_grad_row(const T* __restrict x, const T* __restrict g, const T* __restrict gamma,
+                    T* __restrict dx, int64_t dim, T m, T s) {
+  T sum_gx = 0, sum_gx_xhat = 0;
+#pragma omp simd reduction(+ : sum_gx, sum_gx_xhat)
+  for (int64_t d = 0; d < dim; ++d) {
+    const T xhat = (x[d] - m) * s, gx = g[d] * gamma[d];
+    sum_gx += gx;
+    sum_gx_xhat += gx * xhat;
+  }
+  const T mean_gx = sum_gx / T(dim), mean_gx_xhat = sum_gx_xhat / T(dim);
+#pragma omp simd
+  for (int64_t d = 0; d < dim; ++d)
+    dx[d] = s * (g[d] * gamma[d] - mean_gx - (x[d] - m) * s * mean_gx_xhat);
+}
+
 }  // namespace
 
 // x: (..., D) viewed as (N, D); gamma, beta: (D) -> y: (..., D).
@@ -49,21 +89,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     const T *in = x.data<T>(), *gm = gamma.data<T>(), *bt = beta.data<T>();
     T *o = out.data<T>(), *mu = mean.data<T>(), *rs = rstd.data<T>();
     parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
-      const T* xr = in + r * dim;
-      // omp simd: the sums run in vector lanes (plain -O3 keeps them in order, one lane).
-      T s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t d = 0; d < dim; ++d) s += xr[d];
-      const T m = s / T(dim);
-      T v = 0;
-#pragma omp simd reduction(+ : v)
-      for (int64_t d = 0; d < dim; ++d) v += (xr[d] - m) * (xr[d] - m);
-      const T inv = T(1) / std::sqrt(v / T(dim) + T(eps));
-      T* orow = o + r * dim;
-#pragma omp simd
-      for (int64_t d = 0; d < dim; ++d) orow[d] = (xr[d] - m) * inv * gm[d] + bt[d];
-      mu[r] = m;
-      rs[r] = inv;
+      normalize_row(in + r * dim, gm, bt, o + r * dim, dim, static_cast<T>(eps), mu[r], rs[r]);
     });
   });
 
@@ -80,19 +106,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
       const T *mu = mean.data<T>(), *rs = rstd.data<T>();
       T *dxp = dx.data<T>(), *dg = dgamma.data<T>(), *db = dbeta.data<T>();
       parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
-        const T *xr = in + r * dim, *gr = gp + r * dim;
-        T* dxr = dxp + r * dim;
-        const T m = mu[r], s = rs[r];  // locals: the stores to dxr could alias mu and rs for all GCC knows
-        T sum_gx = 0, sum_gx_xhat = 0;
-#pragma omp simd reduction(+ : sum_gx, sum_gx_xhat)
-        for (int64_t d = 0; d < dim; ++d) {
-          const T xhat = (xr[d] - m) * s, gx = gr[d] * gm[d];
-          sum_gx += gx;
-          sum_gx_xhat += gx * xhat;
-        }
-        const T mean_gx = sum_gx / T(dim), mean_gx_xhat = sum_gx_xhat / T(dim);
-#pragma omp simd
-        for (int64_t d = 0; d < dim; ++d) dxr[d] = s * (gr[d] * gm[d] - mean_gx - (xr[d] - m) * s * mean_gx_xhat);
+        input_grad_row(in + r * dim, gp + r * dim, gm, dxp + r * dim, dim, mu[r], rs[r]);
       });
       param_grads(in, gp, mu, rs, dg, db, rows, dim);
     });

@@ -1,6 +1,8 @@
 // Softmax family along the last axis.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "autograd/ops.hpp"
 #include "core/ops.hpp"
@@ -59,24 +61,103 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
 
 }  // namespace
 
+// op over 16 floats as a tree of vector halves (16 -> 8 -> 4 -> 2 -> 1): an
+// in-order reduction, which is what g++ makes of `omp simd reduction` and of
+// plain loops here, is a chain of 16 dependent operations, the slowest part
+// of a 16-key row.
+template <class Op>
+float reduce16(const float* x, Op op) {
+  using V16 [[gnu::vector_size(64)]] = float;
+  using V8 [[gnu::vector_size(32)]] = float;
+  using V4 [[gnu::vector_size(16)]] = float;
+  V16 v;
+  std::memcpy(&v, x, sizeof v);
+  V8 lo8, hi8;
+  std::memcpy(&lo8, &v, sizeof lo8);
+  std::memcpy(&hi8, reinterpret_cast<const char*>(&v) + sizeof lo8, sizeof hi8);
+  const V8 a = op(lo8, hi8);
+  V4 lo4, hi4;
+  std::memcpy(&lo4, &a, sizeof lo4);
+  std::memcpy(&hi4, reinterpret_cast<const char*>(&a) + sizeof lo4, sizeof hi4);
+  const V4 b = op(lo4, hi4);
+  return op(op(b[0], b[1]), op(b[2], b[3]));
+}
+struct Add {
+  template <class V>
+  V operator()(V a, V b) const { return a + b; }
+};
+struct Max {
+  template <class V>
+  V operator()(V a, V b) const { return a > b ? a : b; }
+};
+
 // One row: o = softmax(s * in[0, n) followed by keys - n copies of -1e6).
 // A function of its own, with restrict pointers and values: inside the
 // OpenMP closure every captured variable is a load the compiler must repeat.
-template <class T>
-void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int64_t keys, T s) {
+// kKeys > 0 fixes the row length at compile time (attention's 16 keys): the
+// loops then become a few whole-vector instructions with no remainder code
+// and short reductions, 2x faster than the general loop on 16-key rows.
+template <int kKeys, class T>
+void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int64_t row_keys, T s) {
+  const int64_t keys = kKeys > 0 ? kKeys : row_keys;
   // -1e6 is the replacement value; it takes part in max and sum like any score.
-  T m = n < keys ? T(-1e6) : s * in[0];
-  // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
+  T v[kKeys > 0 ? kKeys : 1];  // the fixed-width row's scaled, masked scores
+  T m, total = 0;
+  if constexpr (kKeys > 0) {
+#pragma omp simd
+    for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
+    m = reduce16(v, Max{});
+#pragma omp simd
+    for (int j = 0; j < kKeys; ++j) o[j] = core::exp_fast(v[j] - m);
+    total = reduce16(o, Add{});
+  } else {
+    m = n < keys ? T(-1e6) : s * in[0];
+    // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
 #pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
-  T total = 0;  // exp and sum in one loop: short rows (16 keys) pay per loop, not per element
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
+    // exp and sum in one loop: short rows pay per loop, not per element
 #pragma omp simd reduction(+ : total)
-  for (int64_t j = 0; j < keys; ++j) {
-    o[j] = core::exp_fast((j < n ? s * in[j] : T(-1e6)) - m);
-    total += o[j];
+    for (int64_t j = 0; j < keys; ++j) {
+      o[j] = core::exp_fast((j < n ? s * in[j] : T(-1e6)) - m);
+      total += o[j];
+    }
   }
   const T inv = T(1) / total;
+#pragma omp simd
   for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
+}
+
+// One row of the gradient: d_j = s * y_j * (g_j - sum_k g_k y_k) for j < n,
+// 0 past n (replaced scores get no gradient).
+template <int kKeys, class T>
+void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __restrict d,
+                             int64_t n, int64_t row_keys, T s) {
+  const int64_t keys = kKeys > 0 ? kKeys : row_keys;
+  T dot = 0;
+  if constexpr (kKeys > 0) {
+    T gy[kKeys];
+#pragma omp simd
+    for (int j = 0; j < kKeys; ++j) gy[j] = g[j] * y[j];
+    dot = reduce16(gy, Add{});
+  } else {
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < keys; ++j) dot += g[j] * y[j];
+  }
+#pragma omp simd
+  for (int64_t j = 0; j < keys; ++j) d[j] = j < n ? s * y[j] * (g[j] - dot) : T(0);
+}
+
+// Runs row(r, keys-as-compile-time-constant-or-0) for every row, choosing
+// the fixed-width row functions for 16 float keys (one AVX-512 vector).
+template <class T, class Row>
+void for_each_row(int64_t rows, int64_t keys, bool parallel, Row row) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (keys == 16) {
+      parallel_for(rows, parallel, [&](int64_t r) { row(r, std::integral_constant<int, 16>{}); });
+      return;
+    }
+  }
+  parallel_for(rows, parallel, [&](int64_t r) { row(r, std::integral_constant<int, 0>{}); });
 }
 
 // scores: (B, Q, K), valid_lens: none, (B) or (B, Q) -> weights: (B, Q, K).
@@ -96,8 +177,8 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
     const T* x = scores.data<T>();
     T* y = out.data<T>();
     const T s = static_cast<T>(scale);
-    parallel_for(rows, parallel, [&](int64_t r) {
-      masked_softmax_row(x + r * keys, y + r * keys, len[static_cast<size_t>(r)], keys, s);
+    for_each_row<T>(rows, keys, parallel, [&](int64_t r, auto fixed) {
+      masked_softmax_row<fixed()>(x + r * keys, y + r * keys, len[static_cast<size_t>(r)], keys, s);
     });
   });
   return record("masked_softmax", out, {scores},
@@ -108,15 +189,9 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
       const T *gp = g.data<T>(), *yp = y.data<T>();
       T* dp = dx.data<T>();
       const T s = static_cast<T>(scale);
-      parallel_for(rows, parallel, [&](int64_t r) {
-        const T *gr = gp + r * keys, *yr = yp + r * keys;
-        T* d = dp + r * keys;
-        const int64_t n = len[static_cast<size_t>(r)];
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < keys; ++j) dot += gr[j] * yr[j];
-        for (int64_t j = 0; j < n; ++j) d[j] = s * yr[j] * (gr[j] - dot);
-        for (int64_t j = n; j < keys; ++j) d[j] = 0;  // replaced scores: no gradient
+      for_each_row<T>(rows, keys, parallel, [&](int64_t r, auto fixed) {
+        masked_softmax_grad_row<fixed()>(gp + r * keys, yp + r * keys, dp + r * keys,
+                                         len[static_cast<size_t>(r)], keys, s);
       });
     });
     return {dx};

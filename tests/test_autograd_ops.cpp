@@ -503,6 +503,28 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
     const auto want = naive_masked_softmax(s32, per_row, true, 0.7);
     for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
   }
+  SECTION("float32 rows of 16 keys (the one-vector path) match the naive loop and float64") {
+    sg::Generator gen(6);
+    const Tensor s32 = sg::rand({4, 16, 16}, gen, sg::float32, -8, 8);
+    const Tensor lens = ids_tensor({16, 9, 1, 0}, {4});
+    std::vector<int64_t> per_row(64);
+    for (size_t r = 0; r < 64; ++r) per_row[r] = std::vector<int64_t>{16, 9, 1, 0}[r / 16];
+    for (bool causal : {false, true}) {
+      INFO("causal " << causal);
+      Tensor x32 = sg::clone(s32).set_requires_grad();
+      Tensor x64 = sg::core::to(s32, sg::float64).set_requires_grad();
+      const Tensor y32 = sg::masked_softmax(x32, lens, causal, 0.3);
+      const Tensor y64 = sg::masked_softmax(x64, lens, causal, 0.3);  // the general path
+      const auto got = y32.to_vector<double>();
+      const auto want = naive_masked_softmax(s32, per_row, causal, 0.3);
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
+      const Tensor weights = normal({4, 16, 16}, 122);
+      sg::backward(sg::sum(y32 * sg::core::to(weights, sg::float32)));
+      sg::backward(sg::sum(y64 * weights));
+      const auto g32 = x32.grad().to_vector<double>(), g64 = x64.grad().to_vector<double>();
+      for (size_t i = 0; i < g32.size(); ++i) REQUIRE(g32[i] == Approx(g64[i]).margin(2e-6));
+    }
+  }
   SECTION("masked keys get exactly zero weight and zero gradient; a 0-length row is uniform") {
     Tensor x = sg::clone(scores).set_requires_grad();
     const Tensor lens = ids_tensor({2, 0, 4, 1, 3, 0}, {2, 3});
