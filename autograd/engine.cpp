@@ -183,9 +183,18 @@ std::vector<std::shared_ptr<Node>> order_from(const std::shared_ptr<Node>& root)
   return {post.rbegin(), post.rend()};
 }
 
-// Sums g into a gradient slot. Out of place: the slot may share its buffer
-// with another tensor (add's backward hands the same gradient to both inputs).
-void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? core::add(slot, g) : g; }
+// Sums g into a gradient slot. In place when nothing else holds the slot's
+// buffer (no other handle to it, no view of it); out of place otherwise,
+// since the slot may share its buffer with another tensor (add's backward
+// hands the same gradient to both inputs, reshape's returns a view).
+void accumulate(Tensor& slot, const Tensor& g) {
+  if (!slot.defined())
+    slot = g;
+  else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1)
+    core::add_(slot, g);
+  else
+    slot = core::add(slot, g);
+}
 
 void accumulate_leaf(Tensor leaf, const Tensor& g) {
   // A leaf's .grad is its own buffer (never shared), so optimizers and

@@ -228,6 +228,38 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t n, int64_t k, T a
   }
 }
 
+// A product whose op(B) fits in one vector per row and kTinyDepth rows
+// (attention's 16 x 16 x 16 per head): op(B) goes into a panel on the stack
+// and the rows of C go straight to the tiles, without the general path's
+// buffer, blocking loops and bookkeeping, which cost as much as the
+// arithmetic at this size.
+constexpr int64_t kTinyDepth = 32;
+
+template <class T>
+bool is_tiny(int64_t n, int64_t k) {
+  return n <= kVecWidth<T> && k <= kTinyDepth;
+}
+
+template <class T>
+void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  constexpr int64_t W = kVecWidth<T>;
+  alignas(64) T panel[kTinyDepth * W];
+  if (!trans_b) {
+    for (int64_t p = 0; p < k; ++p) {
+      std::memcpy(panel + p * W, b + p * ldb, n * sizeof(T));
+      std::fill(panel + p * W + n, panel + (p + 1) * W, T(0));
+    }
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) panel[p * W + j] = b[j * ldb + p];
+      std::fill(panel + p * W + n, panel + (p + 1) * W, T(0));
+    }
+  }
+  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
+  tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, W, alpha, beta, c, ldc, n);
+}
+
 // The whole product with our kernel, on `threads` threads. The panels of
 // op(B) go into one buffer of the calling thread (packed in parallel, one
 // panel per iteration); then each thread computes its own rows of C, whole
@@ -310,6 +342,8 @@ void product_on_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            int64_t ldc) {
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
+  } else if (is_tiny<T>(n, k)) {
+    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else if (use_kernel(n, k)) {
     kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1);
   } else {
@@ -388,6 +422,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   if (m == 0 || n == 0) return;
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
+  } else if (is_tiny<T>(n, k) && m * n * k < kKernelParallelWork) {
+    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else if (use_kernel(n, k)) {
     // Never nested threads: inside an OpenMP region, one thread.
     const int threads = omp_in_parallel() || m * n * k < kKernelParallelWork ? 1 : num_threads();

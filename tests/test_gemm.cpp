@@ -216,12 +216,14 @@ TEMPLATE_TEST_CASE("gemm_batched matches a naive loop, with broadcast operands",
     Dims d;
     int64_t batch;
   };
-  // Serial small products, the parallel small path (64 x 16^3: attention's
-  // Q.K^T), one-thread BLIS products in parallel, and BLIS with fewer
-  // products than threads.
-  const std::vector<Case> cases = {{{5, 7, 3}, 4},        {{16, 16, 16}, 64}, {{16, 16, 64}, 40},
+  // Tiny products (n <= 16, k <= 32: the stack panel), serial and in
+  // parallel (64 x 16^3: attention's Q.K^T), the general kernel on one
+  // thread each (n = 17, k = 64, ...), and BLIS with fewer products than
+  // threads.
+  const std::vector<Case> cases = {{{5, 7, 3}, 4},        {{16, 16, 16}, 64}, {{12, 16, 32}, 5},
+                                   {{20, 17, 32}, 3},     {{16, 16, 64}, 40},
                                    {{9, 300, 20}, 6},     {{70, 260, 30}, 3}, {{170, 160, 170}, 1},
-                                   {{200, 180, 160}, 2}, {{3, 4, 5}, 0}};
+                                   {{200, 180, 160}, 2}, {{4, 1030, 1025}, 2}, {{3, 4, 5}, 0}};
   for (const Case& cs : cases)
     for (int t = 0; t < 4; ++t)
       for (int share = 0; share < 3; ++share) {
