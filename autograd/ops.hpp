@@ -82,6 +82,10 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
               bool transpose_b = false);
 
+// x: (..., in), weight: (out, in), bias: (out) or undefined -> (..., out):
+// x W^T + b (PyTorch's F.linear), the bias added inside the product.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 // ---- softmax family, along the last axis ----
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);

@@ -15,8 +15,7 @@ Tensor Linear::forward(const Tensor& x) const {
   if (x.dim() == 0 || x.shape().back() != in_features)
     fail("Linear: input of shape ", x.shape(), " does not end in in_features ", in_features,
          " (weight ", weight.shape(), ")");
-  Tensor y = matmul(x, weight, false, true);
-  return bias.defined() ? y + bias : y;
+  return linear(x, weight, bias);
 }
 
 }  // namespace sg::nn

@@ -219,24 +219,22 @@ TEST_CASE("to_dot draws each op and leaf once, with shapes and parameters by nam
   INFO(text);
   const Dot dot = parse_dot(text);
 
-  // 4 ops (matmul, add, tanh, sum) and 3 leaves; matmul and add read two tensors each.
-  REQUIRE(dot.labels.size() == 7);
-  REQUIRE(dot.edges.size() == 6);
+  // 3 ops (linear, tanh, sum) and 3 leaves; linear reads x, weight and bias.
+  REQUIRE(dot.labels.size() == 6);
+  REQUIRE(dot.edges.size() == 5);
   const std::string sum = id_of(dot, R"("sum\n() float32")");
   REQUIRE(dot.output == std::set<std::string>{sum});
   const std::string tanh = id_of(dot, R"("tanh\n(4, 2) float32")");
-  const std::string add = id_of(dot, R"("add\n(4, 2) float32")");
-  const std::string matmul = id_of(dot, R"("matmul\n(4, 2) float32")");
+  const std::string linear = id_of(dot, R"("linear\n(4, 2) float32")");
   REQUIRE(inputs_of(dot, sum) == std::multiset<std::string>{R"("tanh\n(4, 2) float32")"});
-  REQUIRE(inputs_of(dot, tanh) == std::multiset<std::string>{R"("add\n(4, 2) float32")"});
-  REQUIRE(inputs_of(dot, add) ==
-          std::multiset<std::string>{R"("matmul\n(4, 2) float32")", R"("bias\n(2) float32")"});
-  REQUIRE(inputs_of(dot, matmul) ==
-          std::multiset<std::string>{R"("x\n(4, 3) float32")", R"("weight\n(2, 3) float32")"});
+  REQUIRE(inputs_of(dot, tanh) == std::multiset<std::string>{R"("linear\n(4, 2) float32")"});
+  REQUIRE(inputs_of(dot, linear) ==
+          std::multiset<std::string>{R"("x\n(4, 3) float32")", R"("weight\n(2, 3) float32")",
+                                     R"("bias\n(2) float32")"});
   // Parameters are filled blue, the input (no grad) grey; input positions label the edges.
   REQUIRE_THAT(text, Contains(R"(fillcolor="#cfe2f3", label="weight\n(2, 3) float32")") &&
                          Contains(R"(fillcolor="#eeeeee", label="x\n(4, 3) float32")") &&
-                         Contains(id_of(dot, R"("weight\n(2, 3) float32")") + " -> " + matmul + R"( [label="1"])"));
+                         Contains(id_of(dot, R"("weight\n(2, 3) float32")") + " -> " + linear + R"( [label="1"])"));
   REQUIRE(sg::to_dot(y, names) == text);  // the same text every time
 }
 

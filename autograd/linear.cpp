@@ -1,0 +1,58 @@
+// The affine map of a Linear layer, y = x W^T + b, as one op: the bias is the
+// product's starting value instead of a tensor of its own plus a broadcast add.
+#include "autograd/ops.hpp"
+#include "core/gemm.hpp"
+#include "core/ops.hpp"
+
+#include <algorithm>
+
+namespace sg {
+
+// x: (..., in), weight: (out, in), bias: (out) or undefined -> (..., out).
+// Every row of y starts as b and the GEMM adds x W^T into it (beta = 1).
+// Backward, with x and g seen as (rows, in) and (rows, out):
+//   dx = g W,  dW = g^T x,  db = sum over rows of g
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.dim() != 2) fail("linear: weight must be (out, in), got ", weight.shape());
+  const int64_t out_features = weight.shape()[0], in_features = weight.shape()[1];
+  if (x.dim() == 0 || x.shape().back() != in_features)
+    fail("linear: input of shape ", x.shape(), " does not end in in_features ", in_features,
+         " (weight ", weight.shape(), ")");
+  if (bias.defined() && bias.shape() != Shape{out_features})
+    fail("linear: bias ", bias.shape(), " must be (", out_features, ") for weight ", weight.shape());
+  if (!is_floating(x.dtype())) fail("linear: needs float32 or float64, got ", x.dtype(), " input ", x.shape());
+  check_same_dtype(x, weight, "linear");
+  if (bias.defined()) check_same_dtype(x, bias, "linear");
+
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor out = empty(out_shape, x.dtype());
+  int64_t rows = 1;  // every axis of x but the last
+  for (size_t d = 0; d + 1 < out_shape.size(); ++d) rows *= out_shape[d];
+  visit_floating(x, "linear", [&](auto tag) {
+    using T = decltype(tag);
+    T* y = out.data<T>();
+    if (bias.defined()) {
+      const T* b = bias.data<T>();
+      for (int64_t r = 0; r < rows; ++r) std::copy(b, b + out_features, y + r * out_features);
+    }
+    core::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data<T>(),
+                  std::max<int64_t>(1, in_features), weight.data<T>(),
+                  std::max<int64_t>(1, in_features), bias.defined() ? T(1) : T(0), y,
+                  std::max<int64_t>(1, out_features));
+  });
+  std::vector<Tensor> inputs = {x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("linear", out, inputs, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
+    const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
+    const Tensor g2 = core::reshape(g, {rows, out_features});
+    Grads grads(has_bias ? 3 : 2);
+    if (x.requires_grad()) grads[0] = core::reshape(core::matmul(g2, weight), x.shape());
+    if (weight.requires_grad())
+      grads[1] = core::matmul(g2, core::reshape(x, {rows, in_features}), true, false);
+    if (has_bias) grads[2] = core::sum(g2, 0);
+    return grads;
+  });
+}
+
+}  // namespace sg
