@@ -203,10 +203,12 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
   }
 }
 
-// Rows i0 .. i1-1 of C from the packed op(B), block by block.
+// Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1, from the packed
+// op(B), block by block.
 template <class T>
-void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t n, int64_t k, T alpha,
-                 const T* a, int64_t lda, const T* packed, Panels pl, T beta, T* c, int64_t ldc) {
+void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
+                 int64_t k, T alpha, const T* a, int64_t lda, const T* packed, Panels pl, T beta,
+                 T* c, int64_t ldc) {
   const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1, ps = pl.stride;
   for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock) {
     const int64_t r1 = std::min(i1, r0 + kRowBlock);
@@ -214,7 +216,7 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t n, int64_t k, T a
       const int64_t kc = std::min(kDepthBlock, k - p0);
       const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
       const T* a_block = a + p0 * a_cs;
-      for (int64_t j0 = 0; j0 < n; j0 += ps) {
+      for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
         const int64_t width = std::min(ps, n - j0);
         const T* panel = packed + j0 * k + p0 * ps;
         if (width > kVecWidth<T>)
@@ -261,9 +263,14 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
-// op(B) go into one buffer of the calling thread (packed in parallel, one
-// panel per iteration); then each thread computes its own rows of C, whole
-// tiles of 8 rows, so the result does not depend on the thread count.
+// op(B) go into one buffer of the calling thread. Each thread then computes
+// its own rows of C (whole tiles of 8 rows), after the panels are packed in
+// parallel; or, when C has few rows or many panels (a weight gradient:
+// 64 x 64 with k = 1024; a 1024 x 1024 square), its own panels, which it
+// packs itself, so that no thread reads a panel from another core's cache
+// (that made a weight gradient slower on 2 threads than on 1). Either
+// way each element of C is summed by one thread in one order, so the result
+// does not depend on the thread count.
 template <class T>
 void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                  int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
@@ -274,19 +281,32 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
   if (buffer.size() < size) buffer.resize(size);
   T* packed = buffer.data();
   const int64_t tiles = (m + 7) / 8;
-  if (threads <= 1 || tiles < 2) {
+  if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
     for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-    kernel_rows(trans_a, 0, m, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
     return;
   }
+  // By panels when C has few rows (up to 16 tiles a thread) or many panels
+  // (4 a thread); with 2 panels and 1024 rows (x.W of the tiny encoder)
+  // splitting rows is faster: by panels, both threads would stream all of A
+  // for half the arithmetic each (measured in docs/results.md, "GEMM").
+  const bool by_panels =
+      pl.count >= threads && (tiles <= 16 * threads || pl.count >= 4 * threads);
 #pragma omp parallel num_threads(threads)
   {
-#pragma omp for schedule(static)
-    for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-    // (the loop's implicit barrier: every panel is packed before any is read)
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t i0 = std::min(m, tiles * t / nt * 8), i1 = std::min(m, tiles * (t + 1) / nt * 8);
-    if (i0 < i1) kernel_rows(trans_a, i0, i1, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    if (by_panels) {
+      const int64_t q0 = pl.count * t / nt, q1 = pl.count * (t + 1) / nt;
+      for (int64_t q = q0; q < q1; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+      // (the loop's implicit barrier: every panel is packed before any is read)
+      const int64_t i0 = std::min(m, tiles * t / nt * 8), i1 = std::min(m, tiles * (t + 1) / nt * 8);
+      if (i0 < i1)
+        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    }
   }
 }
 
