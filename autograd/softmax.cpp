@@ -104,6 +104,7 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
   T v[kKeys > 0 ? kKeys : 1];  // the fixed-width row's scaled, masked scores
   T m, total = 0;
   if constexpr (kKeys > 0) {
+    static_assert(kKeys == 16 && std::is_same_v<T, float>, "the fixed path is one float vector");
 #pragma omp simd
     for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
     m = reduce16(v, Max{});

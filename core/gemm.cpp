@@ -193,7 +193,7 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
     }
   } else {
     // op(B)(p, j) = b[j * ldb + p]: each panel row gathers one column of
-    // the stored B (g++ uses AVX-512 gathers for the j loop).
+    // the stored B (element by element: the slow part of a tiny product).
     const T* bj = b + j0 * ldb;
     for (int64_t p = 0; p < k; ++p) {
       T* dst = panel + p * ps;
@@ -247,24 +247,14 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   constexpr int64_t W = kVecWidth<T>;
   alignas(64) T panel[kTinyDepth * W];
-  if (!trans_b) {
-    for (int64_t p = 0; p < k; ++p) {
-      std::memcpy(panel + p * W, b + p * ldb, n * sizeof(T));
-      std::fill(panel + p * W + n, panel + (p + 1) * W, T(0));
-    }
-  } else {
-    for (int64_t p = 0; p < k; ++p) {
-      for (int64_t j = 0; j < n; ++j) panel[p * W + j] = b[j * ldb + p];
-      std::fill(panel + p * W + n, panel + (p + 1) * W, T(0));
-    }
-  }
+  pack_panel(trans_b, 0, Panels{W, 1}, k, n, b, ldb, panel);
   const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
   tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, W, alpha, beta, c, ldc, n);
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
 // op(B) go into one buffer of the calling thread. Each thread then computes
-// its own rows of C (whole tiles of 8 rows), after the panels are packed in
+// its own rows of C (whole tiles of R = 8 rows), after the panels are packed in
 // parallel; or, when C has few rows or many panels (a weight gradient:
 // 64 x 64 with k = 1024; a 1024 x 1024 square), its own panels, which it
 // packs itself, so that no thread reads a panel from another core's cache
@@ -280,7 +270,8 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
   const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
   if (buffer.size() < size) buffer.resize(size);
   T* packed = buffer.data();
-  const int64_t tiles = (m + 7) / 8;
+  constexpr int64_t R = kTileVecs / kPanelVecs;  // rows of a full-width tile
+  const int64_t tiles = (m + R - 1) / R;
   if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
     for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
     kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
@@ -303,7 +294,7 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
 #pragma omp for schedule(static)
       for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
       // (the loop's implicit barrier: every panel is packed before any is read)
-      const int64_t i0 = std::min(m, tiles * t / nt * 8), i1 = std::min(m, tiles * (t + 1) / nt * 8);
+      const int64_t i0 = std::min(m, tiles * t / nt * R), i1 = std::min(m, tiles * (t + 1) / nt * R);
       if (i0 < i1)
         kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
     }

@@ -435,6 +435,9 @@ TEST_CASE("linear: x W^T + b in one op, against a naive loop and gradcheck", "[a
     REQUIRE_THROWS_WITH(sg::linear(x, w, normal({4}, 1)),
                         Contains("linear: bias (4) must be (5) for weight (5, 4)"));
     REQUIRE_THROWS_WITH(sg::linear(x, normal({5}, 1)), Contains("linear: weight must be (out, in), got (5)"));
+    REQUIRE_THROWS_WITH(sg::linear(sg::zeros({2, 4}, sg::int64), w),
+                        Contains("linear: needs float32 or float64, got int64 input (2, 4)"));
+    REQUIRE_THROWS_WITH(sg::linear(sg::core::to(x, sg::float32), w), Contains("linear"));
   }
 }
 
