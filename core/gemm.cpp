@@ -346,19 +346,24 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 // Whether our kernel (rather than BLIS) computes a product of this shape.
 bool use_kernel(int64_t n, int64_t k) { return n <= kKernelMaxNK || k <= kKernelMaxNK; }
 
-// One product, already checked, on this thread only (the batched path).
+// One product, already checked, with m and n > 0, on up to `threads`
+// threads (1 in the batched path and inside an OpenMP region). Below
+// kKernelParallelWork one thread; on one thread, tiny products take the
+// stack panel.
 template <class T>
-void product_on_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-                           const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
-                           int64_t ldc) {
+void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
-  } else if (is_tiny<T>(n, k)) {
-    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else if (use_kernel(n, k)) {
-    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1);
+    if (m * n * k < kKernelParallelWork) threads = 1;
+    if (threads == 1 && is_tiny<T>(n, k))
+      tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+      kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
   } else {
-    blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1);
+    detail::ensure_blis();
+    blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
   }
 }
 
@@ -402,26 +407,24 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     return;
   }
   const int threads = omp_in_parallel() ? 1 : num_threads();
-  const bool kernel = use_kernel(n, k);
-  if (!kernel) detail::ensure_blis();
+  if (!use_kernel(n, k)) detail::ensure_blis();  // BLIS set up before any thread starts
   // Fewer big products than threads: give each product all threads instead.
   if (batch < threads && m * n * k >= kKernelParallelWork) {
     for (int64_t i = 0; i < batch; ++i)
       gemm(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc);
     return;
   }
-  auto product = [&](int64_t i) {
-    product_on_one_thread(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta,
-                          c_at(i), ldc);
+  auto one = [&](int64_t i) {  // product i, on the calling thread
+    product(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc, 1);
   };
   // A plain loop, not `omp parallel if(false)`: even a one-thread region
   // costs ~1.3 us, ten 16x16x16 products' worth.
   if (threads == 1 || batch * (m * n * k + kProductOverhead) < kBatchParallelWork) {
-    for (int64_t i = 0; i < batch; ++i) product(i);
+    for (int64_t i = 0; i < batch; ++i) one(i);
     return;
   }
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < batch; ++i) product(i);
+  for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
 }  // namespace
@@ -431,20 +434,9 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   check_product("gemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
   if (m == 0 || n == 0) return;
-  if (k == 0 || alpha == T(0)) {
-    scale_rows(m, n, beta, c, ldc);
-  } else if (is_tiny<T>(n, k) && m * n * k < kKernelParallelWork) {
-    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  } else if (use_kernel(n, k)) {
-    // Never nested threads: inside an OpenMP region, one thread.
-    const int threads = omp_in_parallel() || m * n * k < kKernelParallelWork ? 1 : num_threads();
-    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
-  } else {
-    detail::ensure_blis();
-    // Never BLIS threads inside OpenMP threads: that oversubscribes the cores.
-    const int threads = omp_in_parallel() ? 1 : num_threads();
-    blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
-  }
+  // Never threads inside OpenMP threads: that oversubscribes the cores.
+  product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+          omp_in_parallel() ? 1 : num_threads());
 }
 
 template <class T>
