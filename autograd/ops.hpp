@@ -8,6 +8,9 @@
 //   autograd/reduce.cpp      sum, mean, max
 //   autograd/shape.cpp       reshape, permute, transpose, slice, concat
 //   autograd/matmul.cpp      matmul (2-D and batched)
+//   autograd/linear.cpp      linear (x W^T + b)
+//   autograd/head_products.cpp head_scores, head_pool (attention's per-head
+//                            products, heads read in place)
 //   autograd/softmax.cpp     softmax, log_softmax, masked_softmax
 //   autograd/embedding.cpp   embedding (row gather, scatter-add backward)
 //   autograd/rope.cpp        rope (rotary position embedding)
@@ -85,6 +88,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
 // x: (..., in), weight: (out, in), bias: (out) or undefined -> (..., out):
 // x W^T + b (PyTorch's F.linear), the bias added inside the product.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// Attention's per-head products on (B, T, heads * d) tensors, head h being
+// the feature columns h*d .. h*d+d-1; no copy splits or merges the heads.
+// q: (B, Q, H), k: (B, K, H) -> (B * heads, Q, K): scores[b*heads + h] = q_h k_h^T.
+Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads);
+// weights: (B * heads, Q, K), v: (B, K, H) -> (B, Q, H): out_h = weights[b*heads + h] v_h,
+// the heads side by side as d2l's transpose_output leaves them.
+Tensor head_pool(const Tensor& weights, const Tensor& v, int64_t heads);
 
 // ---- softmax family, along the last axis ----
 Tensor softmax(const Tensor& x);

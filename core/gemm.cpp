@@ -457,6 +457,38 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T
       [&](int64_t i) { return c + i * stride_c; });
 }
 
+template <class T>
+void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t lda, GridStrides stride_a, const T* b, int64_t ldb, GridStrides stride_b,
+               T beta, T* c, int64_t ldc, GridStrides stride_c, int64_t outer, int64_t inner) {
+  check_product("gemm_grid", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, outer * inner);
+  auto grid = [&] {
+    return detail::cat("grid ", outer, " x ", inner, ", strides a {", stride_a.outer, ", ",
+                       stride_a.inner, "}, b {", stride_b.outer, ", ", stride_b.inner, "}, c {",
+                       stride_c.outer, ", ", stride_c.inner, "}");
+  };
+  if (outer < 0 || inner < 0 || stride_a.outer < 0 || stride_a.inner < 0 || stride_b.outer < 0 ||
+      stride_b.inner < 0 || stride_c.outer < 0 || stride_c.inner < 0)
+    fail("gemm_grid: grid sizes and strides must not be negative (", grid(), ")");
+  if (outer == 0 || inner == 0 || m == 0 || n == 0) return;
+  // The products run in parallel, so no two may write the same element of C.
+  const int64_t one = (m - 1) * ldc + n;  // elements spanned by one output
+  const bool stacked = stride_c.inner >= one;
+  const bool side_by_side = stride_c.inner >= n && (inner - 1) * stride_c.inner + n <= ldc;
+  if (inner > 1 && !stacked && !side_by_side)
+    fail("gemm_grid: the ", inner, " inner outputs of (", m, ", ", n, ") with ldc=", ldc,
+         " overlap: stride ", stride_c.inner, " puts them neither one below the other (at least ",
+         one, ") nor side by side within a row (", grid(), ")");
+  if (outer > 1 && stride_c.outer < (inner - 1) * stride_c.inner + one)
+    fail("gemm_grid: outer stride ", stride_c.outer, " makes the outer blocks of C overlap; it must be at least ",
+         (inner - 1) * stride_c.inner + one, " (", grid(), ")");
+  batched_products(
+      trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, outer * inner,
+      [&](int64_t i) { return a + i / inner * stride_a.outer + i % inner * stride_a.inner; },
+      [&](int64_t i) { return b + i / inner * stride_b.outer + i % inner * stride_b.inner; },
+      [&](int64_t i) { return c + i / inner * stride_c.outer + i % inner * stride_c.inner; });
+}
+
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
@@ -467,6 +499,12 @@ template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, float, 
 template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*,
                                    int64_t, int64_t, const double*, int64_t, int64_t, double,
                                    double*, int64_t, int64_t, int64_t);
+template void gemm_grid<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                               GridStrides, const float*, int64_t, GridStrides, float, float*,
+                               int64_t, GridStrides, int64_t, int64_t);
+template void gemm_grid<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*,
+                                int64_t, GridStrides, const double*, int64_t, GridStrides, double,
+                                double*, int64_t, GridStrides, int64_t, int64_t);
 
 // ---- matmul ----
 //

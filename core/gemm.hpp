@@ -24,4 +24,22 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T
                   const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
                   int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c, int64_t batch);
 
+// A batch laid out on an (outer, inner) grid: product (o, i) finds its
+// matrix at p + o * outer + i * inner. Attention's heads are such a grid,
+// read in place: in a (B, T, heads * d) tensor the (T, d) matrix of batch row
+// b, head h starts at b * T * heads * d + h * d (row stride heads * d); in a
+// (B * heads, T, d) one at b * heads * T * d + h * T * d (row stride d).
+struct GridStrides {
+  int64_t outer = 0, inner = 0;
+};
+
+// outer * inner independent products on that grid, run like gemm_batched's.
+// Within an outer block the inner outputs must lie one below the other or
+// side by side (column blocks of C's rows), and the outer blocks must not
+// overlap, so that no two products write the same element.
+template <class T>
+void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t lda, GridStrides stride_a, const T* b, int64_t ldb, GridStrides stride_b,
+               T beta, T* c, int64_t ldc, GridStrides stride_c, int64_t outer, int64_t inner);
+
 }  // namespace sg::core

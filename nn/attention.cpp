@@ -96,17 +96,6 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
          num_hiddens, ")");
   const int64_t batch = queries.shape()[0], nq = queries.shape()[1], nk = keys.shape()[1];
   using Kind = AttentionPositions::Kind;
-  Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
-  Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
-  const Tensor v = split_heads(W_v->forward(values), num_heads);  // (B*h, K, d)
-  if (positions.kind == Kind::rotary) q = rope(q), k = rope(k);  // query i at position i, key j at j
-  const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
-  Tensor scores = matmul(q, k, false, true);  // (B*h, Q, K)
-  Tensor offsets;                             // (Q, K) rows of the relative tables
-  if (positions.kind == Kind::relative) {
-    offsets = clipped_offsets(nq, nk, positions.max_distance);
-    scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
-  }
   Tensor lens;
   if (valid_lens.defined()) {
     if (valid_lens.dtype() != int64 || (valid_lens.shape() != Shape{batch} &&
@@ -121,9 +110,34 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
              valid_lens.shape(), " is outside [0, ", nk, "] for keys ", keys.shape());
     lens = repeat_for_heads(valid_lens, num_heads);
   }
-  const Tensor weights = masked_softmax(scores, lens, causal, scale);  // (B*h, Q, K), scores / sqrt(d) inside
-  attention_weights_ = reshape(weights.detach(), {batch, num_heads, nq, nk});
-  const Tensor dropped = attention_dropout->forward(weights);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
+  // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by 1/sqrt(d), softmaxed.
+  auto attend = [&](const Tensor& scores) {
+    const Tensor weights = masked_softmax(scores, lens, causal, scale);
+    attention_weights_ = reshape(weights.detach(), {batch, num_heads, nq, nk});
+    return attention_dropout->forward(weights);
+  };
+
+  if (positions.kind == Kind::none) {
+    // The heads stay side by side in (B, T, h*d): head_scores and head_pool
+    // read and write each head's columns in place, the same arithmetic as
+    // the split-heads path below without its four copies.
+    const Tensor q = W_q->forward(queries), k = W_k->forward(keys), v = W_v->forward(values);
+    return W_o->forward(head_pool(attend(head_scores(q, k, num_heads)), v, num_heads));
+  }
+
+  // Positions inside attention work on each head's own (T, d) matrix.
+  Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
+  Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
+  const Tensor v = split_heads(W_v->forward(values), num_heads);  // (B*h, K, d)
+  if (positions.kind == Kind::rotary) q = rope(q), k = rope(k);  // query i at position i, key j at j
+  Tensor scores = matmul(q, k, false, true);  // (B*h, Q, K)
+  Tensor offsets;                             // (Q, K) rows of the relative tables
+  if (positions.kind == Kind::relative) {
+    offsets = clipped_offsets(nq, nk, positions.max_distance);
+    scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
+  }
+  const Tensor dropped = attend(scores);
   Tensor heads = matmul(dropped, v);  // (B*h, Q, d)
   if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
     heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));

@@ -235,6 +235,86 @@ TEMPLATE_TEST_CASE("gemm_batched matches a naive loop, with broadcast operands",
       }
 }
 
+TEMPLATE_TEST_CASE("gemm_grid: attention's heads read and written in place match a naive loop",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  // B batch rows of `heads` heads. A and B are (B, rows, heads * cols)
+  // tensors read head by head (column blocks, row stride heads * cols); C is
+  // either also by columns (head_pool) or stacked (B * heads, m, n) (head_scores).
+  struct Case {
+    Dims d;
+    int64_t batch, heads;
+    int threads;
+  };
+  const std::vector<Case> cases = {{{16, 16, 16}, 8, 4, 1},  // tiny, serial
+                                   {{16, 16, 16}, 64, 4, 2}, // tiny, in parallel
+                                   {{5, 3, 7}, 3, 2, 1},     // odd sizes
+                                   {{64, 32, 64}, 4, 4, 2},  // the kernel per product
+                                   {{3, 4, 5}, 1, 1, 1}};
+  const int before = sg::num_threads();
+  for (const Case& cs : cases)
+    for (int t = 0; t < 4; ++t)
+      for (const bool c_by_columns : {false, true}) {
+        const auto [m, n, k] = cs.d;
+        const bool ta = t & 1, tb = t & 2;
+        const int64_t H = cs.heads;
+        INFO("m=" << m << " n=" << n << " k=" << k << " batch=" << cs.batch << " heads=" << H
+                  << " ta=" << ta << " tb=" << tb << " C by columns=" << c_by_columns
+                  << " threads=" << cs.threads);
+        // Stored A is (ta ? k : m) x (ta ? m : k) per head; likewise B.
+        const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int64_t lda = H * a_cols, ldb = H * b_cols;
+        const sg::core::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
+        const int64_t ldc = c_by_columns ? H * n : n;
+        const sg::core::GridStrides sc = c_by_columns ? sg::core::GridStrides{m * ldc, n}
+                                                      : sg::core::GridStrides{H * m * n, m * n};
+        const auto a = random_values<T>(cs.batch * sa.outer, 11);
+        const auto b = random_values<T>(cs.batch * sb.outer, 12);
+        auto c = random_values<T>(cs.batch * H * m * n + 3, 13);  // 3 past the end stay untouched
+        const auto c0 = c;
+        const double alpha = 0.75, beta = t == 3 ? 1.0 : 0.0;
+        sg::set_num_threads(cs.threads);
+        sg::core::gemm_grid<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, sa, b.data(), ldb, sb,
+                               T(beta), c.data(), ldc, sc, cs.batch, H);
+        sg::set_num_threads(before);
+        std::vector<double> ref, scale;
+        for (int64_t o = 0; o < cs.batch; ++o)
+          for (int64_t i = 0; i < H; ++i) {
+            INFO("product (" << o << ", " << i << ")");
+            const int64_t off_c = o * sc.outer + i * sc.inner;
+            naive_gemm(ta, tb, m, n, k, alpha, a.data() + o * sa.outer + i * sa.inner, lda,
+                       b.data() + o * sb.outer + i * sb.inner, ldb, beta, c0.data() + off_c, ldc,
+                       ref, scale);
+            for (int64_t r = 0; r < m; ++r)
+              for (int64_t j = 0; j < n; ++j) {
+                const double got = c[off_c + r * ldc + j], want = ref[r * n + j];
+                REQUIRE(std::abs(got - want) <= tolerance<T> * (scale[r * n + j] + 1e-30) * 8);
+              }
+          }
+        for (size_t j = c.size() - 3; j < c.size(); ++j) REQUIRE(c[j] == c0[j]);
+      }
+}
+
+TEST_CASE("gemm_grid refuses outputs that overlap and negative strides", "[gemm]") {
+  std::vector<float> a(64), b(64), c(64);
+  using G = sg::core::GridStrides;
+  // Two 2 x 4 outputs side by side need rows of at least 8; ldc = 6 overlaps.
+  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{0, 6},
+                                                 b.data(), 4, G{0, 12}, 0.f, c.data(), 6, G{0, 4}, 1, 2),
+                      Catch::Contains("gemm_grid: the 2 inner outputs of (2, 4) with ldc=6 overlap"));
+  // Side by side with ldc = 8: fine; two outer blocks 10 apart overlap (one spans 8 + 4 + 4 = 16).
+  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{6, 6},
+                                                 b.data(), 4, G{12, 12}, 0.f, c.data(), 8, G{10, 4}, 2, 2),
+                      Catch::Contains("gemm_grid: outer stride 10") && Catch::Contains("at least 16"));
+  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{-1, 0},
+                                                 b.data(), 4, G{0, 0}, 0.f, c.data(), 8, G{16, 8}, 2, 1),
+                      Catch::Contains("gemm_grid: grid sizes and strides must not be negative") &&
+                          Catch::Contains("strides a {-1, 0}"));
+  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, G{},
+                                                 b.data(), 4, G{}, 0.f, c.data(), 4, G{8, 0}, 2, 1),
+                      Catch::Contains("gemm_grid: lda must be at least 3"));
+}
+
 TEST_CASE("gemm inside an OpenMP region runs on one thread and stays correct", "[gemm]") {
   const Dims d{200, 180, 160};  // big enough for several threads outside a region
   const auto a = random_values<double>(d.m * d.k, 7);
