@@ -628,6 +628,23 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
       for (size_t i = 0; i < g32.size(); ++i) REQUIRE(g32[i] == Approx(g64[i]).margin(2e-6));
     }
   }
+  SECTION("kept scores near -1e6: the replaced keys' -1e6 still takes part, as in d2l") {
+    // Row maxima of -1e6 + 3.5 and -1e6 - 28: each replaced key then weighs
+    // exp(-3.5) or exp(28) times the top kept key, not 0.
+    std::vector<double> values(32);
+    for (size_t j = 0; j < 32; ++j) values[j] = (j < 16 ? -1e6 : -1e6 - 30) + 0.5 * static_cast<double>(j % 16);
+    const Tensor s64 = sg::from_vector(values, {1, 2, 16});
+    const Tensor s32 = sg::core::to(s64, sg::float32);
+    const Tensor lens = ids_tensor({8, 5}, {1, 2});
+    const auto want = naive_masked_softmax(s32, {8, 5}, false);
+    REQUIRE(want[15] > 1e-3);  // the replaced keys are far from 0 here
+    const auto got32 = sg::masked_softmax(s32, lens, false).to_vector<double>();  // the one-vector path
+    const auto got64 = sg::masked_softmax(s64, lens, false).to_vector<double>();  // the general path
+    for (size_t i = 0; i < 32; ++i) {
+      REQUIRE(got32[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
+      REQUIRE(got64[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
+    }
+  }
   SECTION("masked keys get exactly zero weight and zero gradient; a 0-length row is uniform") {
     Tensor x = sg::clone(scores).set_requires_grad();
     const Tensor lens = ids_tensor({2, 0, 4, 1, 3, 0}, {2, 3});
