@@ -91,21 +91,6 @@ struct Max {
   V operator()(V a, V b) const { return a > b ? a : b; }
 };
 
-// exp(-1e6 - m): what each replaced score adds to a row whose maximum is m.
-// 0 unless the row's kept scores are near -1e6 or it has none (then m = -1e6
-// and it is 1). Below -104 exp_fast gives 0 too, but through a product that
-// underflows into subnormal floats, and every such product costs a microcode
-// assist of ~100 cycles: with exp taken per replaced key (one vector lane
-// each), a masked 16-key row took 3x as long as an unmasked one.
-template <class T>
-T replaced_exp(T m) {
-  const T gap = T(-1e6) - m;
-  // A branch, not a select: almost always taken, so the row need not wait
-  // for a scalar exp on its critical path.
-  if (__builtin_expect(gap <= T(-104), 1)) return T(0);
-  return core::exp_fast(gap);
-}
-
 // One row: o = softmax(s * in[0, n) followed by keys - n copies of -1e6).
 // A function of its own, with restrict pointers and values: inside the
 // OpenMP closure every captured variable is a load the compiler must repeat.
@@ -116,9 +101,8 @@ template <int kKeys, class T>
 void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int64_t row_keys, T s) {
   const int64_t keys = kKeys > 0 ? kKeys : row_keys;
   // -1e6 is the replacement value; it takes part in max and sum like any
-  // score. Its exp is the same for every replaced key, so it is taken once
-  // (replaced_exp); the kept keys' lanes of the same vector compute exp of
-  // their real scores and a select keeps `masked` for the replaced ones.
+  // score. exp_flush, not exp_fast: a replaced key's exp(-1e6 - max) would
+  // pass through subnormal floats on its way to 0, ~100 cycles a lane.
   T v[kKeys > 0 ? kKeys : 1];  // the fixed-width row's scaled, masked scores
   T m, total = 0;
   if constexpr (kKeys > 0) {
@@ -126,25 +110,18 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
 #pragma omp simd
     for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
     m = reduce16(v, Max{});
-    if (n == kKeys) {
 #pragma omp simd
-      for (int j = 0; j < kKeys; ++j) o[j] = core::exp_fast(v[j] - m);
-    } else {
-      const T masked = replaced_exp(m);
-#pragma omp simd
-      for (int j = 0; j < kKeys; ++j) o[j] = j < n ? core::exp_fast(s * in[j] - m) : masked;
-    }
+    for (int j = 0; j < kKeys; ++j) o[j] = core::exp_flush(v[j] - m);
     total = reduce16(o, Add{});
   } else {
     m = n < keys ? T(-1e6) : s * in[0];
     // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
-    const T masked = replaced_exp(m);
     // exp and sum in one loop: short rows pay per loop, not per element
 #pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < keys; ++j) {
-      o[j] = j < n ? core::exp_fast(s * in[j] - m) : masked;
+      o[j] = core::exp_flush((j < n ? s * in[j] : T(-1e6)) - m);
       total += o[j];
     }
   }

@@ -33,11 +33,11 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
       T total = 0;
       if constexpr (kLog) {
 #pragma omp simd reduction(+ : total)
-        for (int64_t i = 0; i < n; ++i) total += exp_fast(in[i] - m);
+        for (int64_t i = 0; i < n; ++i) total += exp_flush(in[i] - m);
       } else {
 #pragma omp simd reduction(+ : total)
         for (int64_t i = 0; i < n; ++i) {
-          o[i] = exp_fast(in[i] - m);
+          o[i] = exp_flush(in[i] - m);
           total += o[i];
         }
       }

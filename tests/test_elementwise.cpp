@@ -626,3 +626,23 @@ TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[el
   REQUIRE(std::isinf(sg::core::exp_fast(1e6f)));
   REQUIRE(std::isnan(sg::core::exp_fast(std::numeric_limits<float>::quiet_NaN())));
 }
+
+TEST_CASE("exp_flush is exp_fast down to e^-87 and 0 below it, never subnormal", "[elementwise]") {
+  for (int64_t i = -110 * 1024; i <= 89 * 1024; ++i) {
+    const float x = static_cast<float>(i) / 1024.0f;
+    const float got = sg::core::exp_flush(x);
+    INFO("x = " << x);
+    if (x >= -87.0f) {
+      REQUIRE(got == sg::core::exp_fast(x));
+      REQUIRE((std::isinf(got) || got >= std::numeric_limits<float>::min()));
+    } else {
+      REQUIRE(got == 0.0f);
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  REQUIRE(sg::core::exp_flush(-inf) == 0.0f);
+  REQUIRE(sg::core::exp_flush(-1e6f) == 0.0f);
+  REQUIRE(std::isinf(sg::core::exp_flush(inf)));
+  REQUIRE(std::isnan(sg::core::exp_flush(std::numeric_limits<float>::quiet_NaN())));
+  REQUIRE(sg::core::exp_flush(-87.5) == std::exp(-87.5));  // float64 is std::exp, nothing flushed
+}
