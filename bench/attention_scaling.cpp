@@ -15,12 +15,13 @@
 //                (every mask computed, nothing masked);
 //   projections  its four Linear layers alone: W_q, W_k, W_v on X, W_o on
 //                another (B, T, H) input;
-//   attention    the core alone on (B * heads, T, 32) tensors q, k, v:
-//                masked_softmax(q k^T, scale 1/sqrt(32)) v.
+//   attention    the core alone on (B, T, H) tensors q, k, v, as the
+//                layer runs it: head_pool(masked_softmax(head_scores(q, k),
+//                scale 1/sqrt(32)), v), each head read in place.
 // The head dimension is fixed at 32, so there are 2, 4 and 8 heads. Every
 // input requires grad, as a layer inside a network does, so backward
-// computes the gradients of both inputs and weights. The layer also splits
-// and merges heads (copies), which neither part counts.
+// computes the gradients of both inputs and weights. The two parts are the
+// whole layer but for the gradient sum where x's three uses meet.
 //
 // FLOPs (multiply-adds count 2), forward:
 //   projections  4 * 2 N H^2        four (N, H) x (H, H) products
@@ -101,13 +102,13 @@ Row measure(int64_t seq, int64_t hidden, int reps) {
   sg::manual_seed(0);
   sg::nn::MultiHeadAttention layer(hidden, heads, 0.0);
   sg::Generator gen(1);
-  const sg::Shape tokens{batch, seq, hidden}, per_head{batch * heads, seq, kHeadDim};
+  const sg::Shape tokens{batch, seq, hidden};
   sg::Tensor x = sg::randn(tokens, gen).set_requires_grad();
   sg::Tensor merged = sg::randn(tokens, gen).set_requires_grad();  // W_o's input
-  sg::Tensor q = sg::randn(per_head, gen).set_requires_grad();
-  sg::Tensor k = sg::randn(per_head, gen).set_requires_grad();
-  sg::Tensor v = sg::randn(per_head, gen).set_requires_grad();
-  const sg::Tensor seed_tokens = sg::randn(tokens, gen), seed_heads = sg::randn(per_head, gen);
+  sg::Tensor q = sg::randn(tokens, gen).set_requires_grad();
+  sg::Tensor k = sg::randn(tokens, gen).set_requires_grad();
+  sg::Tensor v = sg::randn(tokens, gen).set_requires_grad();
+  const sg::Tensor seed_tokens = sg::randn(tokens, gen);
   const sg::Tensor lens = sg::full({batch}, static_cast<double>(seq), sg::int64);
   const sg::Tensor lens_heads = sg::full({batch * heads}, static_cast<double>(seq), sg::int64);
   const double scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
@@ -120,8 +121,8 @@ Row measure(int64_t seq, int64_t hidden, int reps) {
     sg::backward(layer.W_o->forward(merged), seed_tokens);
   };
   auto attention = [&] {
-    const sg::Tensor weights = sg::masked_softmax(sg::matmul(q, k, false, true), lens_heads, false, scale);
-    sg::backward(sg::matmul(weights, v), seed_heads);
+    const sg::Tensor weights = sg::masked_softmax(sg::head_scores(q, k, heads), lens_heads, false, scale);
+    sg::backward(sg::head_pool(weights, v, heads), seed_tokens);
   };
   auto clear = [&] {
     layer.zero_grad();
