@@ -9,7 +9,7 @@
 
 #include "autograd/node.hpp"
 #include "autograd/profiler.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 namespace {
@@ -150,8 +150,15 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn
   profile_mark(op);
   if (!any_requires_grad(inputs)) return out;
   TensorImpl* impl = out.impl();
-  if (impl->node || impl->requires_grad)
-    fail(op, ": record() needs a fresh output tensor, got one that is already in a graph");
+  // The usual cause: the forward called a recording op (sg::exp, which made
+  // this node) where it meant the graph-free kernel (sg::kernel::exp).
+  if (impl->node)
+    fail(op, ": record() needs a fresh output tensor, got the output of op '", impl->node->op,
+         "', which is already in the graph: compute the forward with the graph-free kernels "
+         "(sg::kernel::", impl->node->op, ", not sg::", impl->node->op, ")");
+  if (impl->requires_grad)
+    fail(op, ": record() needs a fresh output tensor, got a leaf that requires grad "
+         "(return a new tensor computed with sg::kernel:: functions)");
   impl->node = std::make_shared<Node>(op, std::move(inputs), std::move(backward));
   impl->requires_grad = true;
   return out;
@@ -191,9 +198,9 @@ void accumulate(Tensor& slot, const Tensor& g) {
   if (!slot.defined())
     slot = g;
   else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1)
-    core::add_(slot, g);
+    kernel::add_(slot, g);
   else
-    slot = core::add(slot, g);
+    slot = kernel::add(slot, g);
 }
 
 void accumulate_leaf(Tensor leaf, const Tensor& g) {
@@ -201,7 +208,7 @@ void accumulate_leaf(Tensor leaf, const Tensor& g) {
   // clipping may change it in place.
   Tensor current = leaf.grad();
   if (current.defined())
-    core::add_(current, g);
+    kernel::add_(current, g);
   else
     leaf.set_grad(clone(g));
 }

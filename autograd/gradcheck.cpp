@@ -7,7 +7,7 @@
 
 #include "autograd/node.hpp"
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/random.hpp"
 
 namespace sg {
@@ -17,7 +17,7 @@ namespace {
 double projected(const std::function<Tensor()>& fn, const Tensor& w) {
   NoGradGuard no_grad;
   const Tensor y = fn();
-  return core::sum(core::mul(y, w)).item<double>();
+  return kernel::sum(kernel::mul(y, w)).item<double>();
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
                           const GradcheckOptions& opt) {
   std::vector<Tensor> x;  // float64 copies of the floating inputs; int64 ones as given
   for (const Tensor& in : inputs)
-    x.push_back(is_floating(in.dtype()) ? core::to(in, float64).set_requires_grad(true) : in);
+    x.push_back(is_floating(in.dtype()) ? kernel::to(in, float64).set_requires_grad(true) : in);
   return gradcheck_leaves([&] { return fn(x); }, x, {}, opt);
 }
 

@@ -60,15 +60,15 @@ class NoGradGuard {
 //
 //   // y = x^2, dy/dx = 2x
 //   sg::Tensor square(const sg::Tensor& x) {
-//     return sg::record("square", sg::core::mul(x, x), {x}, [x](const sg::Tensor& g) -> sg::Grads {
-//       return {sg::core::mul(g, sg::core::affine(x, 2, 0))};  // dL/dx = dL/dy * 2x
+//     return sg::record("square", sg::kernel::mul(x, x), {x}, [x](const sg::Tensor& g) -> sg::Grads {
+//       return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};  // dL/dx = dL/dy * 2x
 //     });
 //   }
 //
 //   op        the op's name, for errors, anomaly mode and to_dot. The node
 //             keeps the pointer: pass a string literal, not a temporary's c_str().
 //   out       the forward's result, computed with the graph-free kernels
-//             (sg::core) so it has no node yet; an output that is already in
+//             (sg::kernel) so it has no node yet; an output that is already in
 //             a graph throws.
 //   inputs    every tensor the result depends on, in the order backward's
 //             gradients come back. An input that needs no gradient (int64
@@ -77,7 +77,7 @@ class NoGradGuard {
 //             gradient per input, each of that input's shape and dtype (the
 //             engine checks, naming the op), or Tensor() where none flows
 //             (`x.requires_grad() ? ... : Tensor()` skips needless work). It
-//             runs with recording off, so sg:: ops and sg::core kernels both
+//             runs with recording off, so sg:: ops and sg::kernel kernels both
 //             work in it. Never change g or an input in place (returning g
 //             itself is fine): the engine sums gradients out of place.
 //             Capture by value; capture `out.detach()`, never `out` (a cycle).
@@ -93,7 +93,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 // per thread, like NoGradGuard. While it is on:
 //   * every op's result is checked when the op calls record(): every
 //     differentiable op in sg, recording or not (under NoGradGuard too), and
-//     every custom op. Kernels in sg::core are not checked on their own.
+//     every custom op. Kernels in sg::kernel are not checked on their own.
 //   * every gradient a backward returns is checked, and so is the gradient
 //     passed to backward() and each sum of gradients.
 // The first non-finite value throws sg::Error naming the op (or whose

@@ -1,22 +1,22 @@
 #pragma once
 // The differentiable ops (namespace sg). Each computes its value with the
-// graph-free kernels in sg::core and, when an input requires grad, records a
+// graph-free kernels in sg::kernel and, when an input requires grad, records a
 // node whose backward is written right under the forward in the op's file:
 //
-//   autograd/arithmetic.cpp  add, mul, div, affine (scalar), and compositions
-//   autograd/unary.cpp       exp, log, sqrt, tanh, sigmoid, relu, abs, pow, gelu
-//   autograd/reduce.cpp      sum, mean, max
-//   autograd/shape.cpp       reshape, permute, transpose, slice, concat
-//   autograd/matmul.cpp      matmul (2-D and batched)
-//   autograd/linear.cpp      linear (x W^T + b)
-//   autograd/head_products.cpp head_scores, head_pool (attention's per-head
+//   autograd/ops/arithmetic.cpp  add, mul, div, affine (scalar), and compositions
+//   autograd/ops/unary.cpp       exp, log, sqrt, tanh, sigmoid, relu, abs, pow, gelu
+//   autograd/ops/reduce.cpp      sum, mean, max
+//   autograd/ops/shape.cpp       reshape, permute, transpose, slice, concat
+//   autograd/ops/matmul.cpp      matmul (2-D and batched)
+//   autograd/ops/linear.cpp      linear (x W^T + b)
+//   autograd/ops/head_products.cpp head_scores, head_pool (attention's per-head
 //                            products, heads read in place)
-//   autograd/softmax.cpp     softmax, log_softmax, masked_softmax
-//   autograd/embedding.cpp   embedding (row gather, scatter-add backward)
-//   autograd/rope.cpp        rope (rotary position embedding)
-//   autograd/layer_norm.cpp  layer_norm (fused)
-//   autograd/dropout.cpp     dropout (counter-based mask, never stored)
-//   autograd/cross_entropy.cpp cross_entropy (fused log-softmax)
+//   autograd/ops/softmax.cpp     softmax, log_softmax, masked_softmax
+//   autograd/ops/embedding.cpp   embedding (row gather, scatter-add backward)
+//   autograd/ops/rope.cpp        rope (rotary position embedding)
+//   autograd/ops/layer_norm.cpp  layer_norm (fused)
+//   autograd/ops/dropout.cpp     dropout (counter-based mask, never stored)
+//   autograd/ops/cross_entropy.cpp cross_entropy (fused log-softmax)
 //
 // Ops that are compositions of others (sub, neg, mean, scalar arithmetic,
 // gelu) have no backward of their own.

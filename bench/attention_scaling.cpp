@@ -56,7 +56,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/plot.hpp"
+#include "nn/plot.hpp"
 
 namespace {
 
@@ -205,11 +205,11 @@ std::string csv(const std::vector<Row>& rows) {
 // only). Per hidden size: the projections, the attention core, and a short
 // vertical stroke at the measured crossover (where the two lines meet).
 std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
-  std::vector<plot::Series> series;
+  std::vector<sg::plot::Series> series;
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& rows : by_hidden) {
     const std::string h = "H=" + std::to_string(rows[0].hidden);
-    plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
+    sg::plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
     for (const Row& r : rows) {
       const double x = std::log2(static_cast<double>(r.seq));
       const double yp = std::log2(us_per_token(r.projections_ms)), ya = std::log2(us_per_token(r.attention_ms));
@@ -234,7 +234,7 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
     std::snprintf(name, sizeof name, "crossover H=%lld: T = %.0f", static_cast<long long>(rows[0].hidden), *t);
     series.push_back({name, {x, x}, {y - 0.6, y + 0.6}});
   }
-  plot::LineOptions opt;
+  sg::plot::LineOptions opt;
   opt.title = "One attention layer, forward + backward, " + std::to_string(kTokens) + " tokens, " +
               std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " (theory: crossover at T = 2H)";
   opt.xlabel = "log2 of sequence length T (4: T = 16, 10: T = 1024)";
@@ -243,7 +243,7 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   // Room above the data for the legend (nine entries, top right).
   opt.has_ymin = opt.has_ymax = true;
   opt.ymin = std::floor(lo - 0.5), opt.ymax = std::ceil(hi + 0.8 * (hi - lo));
-  return plot::line_svg(series, opt);
+  return sg::plot::line_svg(series, opt);
 }
 
 // Usage on stdout for --help (status 0), on stderr for a bad flag (status 2).
@@ -313,8 +313,8 @@ int main(int argc, char** argv) {
     }
     std::filesystem::create_directories(out);
     const std::filesystem::path dir(out);
-    plot::write_file((dir / "attention_scaling.csv").string(), csv(all));
-    plot::write_file((dir / "attention_scaling.svg").string(), svg(by_hidden, sg::num_threads()));
+    sg::plot::write_file((dir / "attention_scaling.csv").string(), csv(all));
+    sg::plot::write_file((dir / "attention_scaling.svg").string(), svg(by_hidden, sg::num_threads()));
     std::printf("wrote %s and %s\n", (dir / "attention_scaling.csv").c_str(), (dir / "attention_scaling.svg").c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attention_scaling: %s\n", e.what());

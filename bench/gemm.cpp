@@ -2,7 +2,7 @@
 //
 //   build/release/bench/gemm [--threads N] [--reps R]
 //
-// For each shape it times sg::core::gemm (or gemm_batched) and the same work
+// For each shape it times sg::kernel::gemm (or gemm_batched) and the same work
 // done by calling BLIS's typed API directly with the same thread count, and
 // prints the median GFLOP/s of each and their ratio. The wrapper should be
 // within a few percent of BLIS on large products (its checks cost
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/gemm.hpp"
+#include "core/kernels/gemm.hpp"
 #include "core/runtime.hpp"
 
 namespace {
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
     const auto t = median_seconds(
         [&] {
-          sg::core::gemm<float>(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, 0.f,
+          sg::kernel::gemm<float>(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, 0.f,
                                 c.data(), s.n);
         },
         [&] { blis_direct(s.ta, s.tb, s.m, s.n, s.k, a.data(), b.data(), c.data(), threads); },
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     const int64_t ldb = s.tb ? s.k : s.n;
     const auto t = median_seconds(
         [&] {
-          sg::core::gemm_batched<float>(false, s.tb, s.m, s.n, s.k, 1.f, a.data(), s.k, sa,
+          sg::kernel::gemm_batched<float>(false, s.tb, s.m, s.n, s.k, 1.f, a.data(), s.k, sa,
                                         b.data(), ldb, sb, 0.f, c.data(), s.n, sc, batch);
         },
         [&] {

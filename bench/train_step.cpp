@@ -70,7 +70,7 @@ double sgemm_peak_gflops() {
   double best = 0;
   for (int r = 0; r < 15; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    sg::core::gemm<float>(false, false, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
+    sg::kernel::gemm<float>(false, false, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
                           c.data<float>(), n);
     best = std::max(best, 2.0 * n * n * n / seconds_since(t0) / 1e9);
   }

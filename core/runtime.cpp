@@ -2,12 +2,12 @@
 //
 // Thread count: one number for OpenMP loops and BLIS calls together. OpenMP
 // gets it through omp_set_num_threads; BLIS gets it per call, as an explicit
-// rntm_t built by the GEMM wrapper from num_threads() (core/gemm.cpp), so
+// rntm_t built by the GEMM wrapper from num_threads() (core/kernels/gemm.cpp), so
 // nothing depends on BLIS's own global thread setting.
 //
 // Kernel choice: BLIS 0.9 reads BLIS_ARCH_TYPE once, when it initialises, and
-// without it picks its slow generic kernels on CPUs newer than it knows (AMD
-// Zen 5 gets 36 GFLOP/s instead of ~190; docs/results.md). So before BLIS's
+// without it picks its slow generic kernels on CPUs newer than it knows
+// (several times slower; docs/results.md). So before BLIS's
 // first call we set the variable, unless the user already has, and then
 // initialise BLIS ourselves.
 #include "core/runtime.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 
@@ -108,7 +108,7 @@ Tensor empty(const Shape& shape, DType dtype) {
 Tensor full(const Shape& shape, double value, DType dtype) {
   check_sizes(shape, "full");
   Tensor t = empty(shape, dtype);
-  core::fill_(t, value);
+  kernel::fill_(t, value);
   return t;
 }
 

@@ -10,7 +10,7 @@
 //            made it (null for leaves); see autograd/
 //
 // Tensors hold no operations as methods: every op is a free function, the
-// graph-free kernels in sg::core (core/ops.hpp) and the differentiable ones
+// graph-free kernels in sg::kernel (core/kernels.hpp) and the differentiable ones
 // in sg (autograd/ops.hpp). So `x.shape()` is metadata, `sg::sum(x)` is math.
 #include <cstdint>
 #include <initializer_list>

@@ -1,7 +1,7 @@
 // Extending smallgrad from your own code, with no change to the library:
 //
 //   * SiLU as a custom op: its forward computed with the graph-free kernels
-//     (sg::core), its backward written right under it, both joined to the
+//     (sg::kernel), its backward written right under it, both joined to the
 //     graph by sg::record (PyTorch's autograd.Function);
 //   * RMSNorm as a custom module: a class deriving from sg::nn::Module that
 //     registers a weight and builds its forward from existing ops, so it needs
@@ -25,12 +25,12 @@ namespace {
 // SiLU (swish): y = x * s with s = sigmoid(x).   x: any shape -> same shape
 // dy/dx = s + x * s * (1 - s) = s * (1 + x * (1 - s))
 sg::Tensor silu(const sg::Tensor& x) {
-  sg::Tensor s = sg::core::sigmoid(x);  // kept for backward
-  sg::Tensor y = sg::core::mul(x, s);
+  sg::Tensor s = sg::kernel::sigmoid(x);  // kept for backward
+  sg::Tensor y = sg::kernel::mul(x, s);
   return sg::record("silu", y, {x}, [x, s](const sg::Tensor& g) -> sg::Grads {
-    sg::Tensor one_minus_s = sg::core::affine(s, -1.0, 1.0);
-    sg::Tensor dy_dx = sg::core::mul(s, sg::core::affine(sg::core::mul(x, one_minus_s), 1.0, 1.0));
-    return {sg::core::mul(g, dy_dx)};  // one gradient per input: dL/dx = dL/dy * dy/dx
+    sg::Tensor one_minus_s = sg::kernel::affine(s, -1.0, 1.0);
+    sg::Tensor dy_dx = sg::kernel::mul(s, sg::kernel::affine(sg::kernel::mul(x, one_minus_s), 1.0, 1.0));
+    return {sg::kernel::mul(g, dy_dx)};  // one gradient per input: dL/dx = dL/dy * dy/dx
   });
 }
 
@@ -77,7 +77,7 @@ bool gradcheck_both() {
   std::cout << op << "\n";
 
   RMSNorm norm(6);  // a fresh one: gradcheck_module turns it into float64
-  sg::core::copy_(norm.weight, sg::rand({6}, gen, sg::float32, 0.5, 1.5));  // not all ones
+  sg::kernel::copy_(norm.weight, sg::rand({6}, gen, sg::float32, 0.5, 1.5));  // not all ones
   auto norm_fn = [&](const std::vector<sg::Tensor>& in) { return norm.forward(in[0]); };
   const sg::GradcheckResult layer =
       sg::nn::gradcheck_module(norm, norm_fn, {sg::randn({4, 6}, gen)}, {.name = "RMSNorm"});

@@ -14,7 +14,7 @@
 #include <iostream>
 #include <string>
 
-#include "plot.hpp"
+#include "nn/plot.hpp"
 
 int main(int argc, char** argv) {
   std::string out = "out/positional_encoding";
@@ -41,24 +41,24 @@ int main(int argc, char** argv) {
   auto p = [&](int64_t i, int64_t j) { return static_cast<double>(P[static_cast<size_t>(i * encoding_dim + j)]); };
 
   // 1. Columns 6..9 against position: lower columns oscillate faster.
-  std::vector<plot::Series> cols;
+  std::vector<sg::plot::Series> cols;
   for (int64_t c = 6; c < 10; ++c) {
-    plot::Series s{"Col " + std::to_string(c), {}, {}};
+    sg::plot::Series s{"Col " + std::to_string(c), {}, {}};
     for (int64_t i = 0; i < num_steps; ++i) s.x.push_back(static_cast<double>(i)), s.y.push_back(p(i, c));
     cols.push_back(s);
   }
-  plot::LineOptions lo;
+  sg::plot::LineOptions lo;
   lo.xlabel = "Row (position)";
-  plot::write_file(out + "/columns.svg", plot::line_svg(cols, lo));
+  sg::plot::write_file(out + "/columns.svg", sg::plot::line_svg(cols, lo));
 
   // 2. The whole table as a heatmap.
   std::vector<std::vector<double>> rows(static_cast<size_t>(num_steps));
   for (int64_t i = 0; i < num_steps; ++i)
     for (int64_t j = 0; j < encoding_dim; ++j) rows[static_cast<size_t>(i)].push_back(p(i, j));
-  plot::HeatmapOptions ho;
+  sg::plot::HeatmapOptions ho;
   ho.xlabel = "Column (encoding dimension)";
   ho.ylabel = "Row (position)";
-  plot::write_file(out + "/heatmap.svg", plot::heatmap_svg(rows, ho));
+  sg::plot::write_file(out + "/heatmap.svg", sg::plot::heatmap_svg(rows, ho));
 
   // 3. Binary: the lowest bit flips every number, higher bits ever more slowly,
   // as the frequencies fall along P's columns.

@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
     sg::backward(loss);
     {
       sg::NoGradGuard no_grad;  // the update itself is not part of the graph
-      sg::core::add_(w, sg::core::affine(w.grad(), -0.5, 0));
-      sg::core::add_(bias, sg::core::affine(bias.grad(), -0.5, 0));
+      sg::kernel::add_(w, sg::kernel::affine(w.grad(), -0.5, 0));
+      sg::kernel::add_(bias, sg::kernel::affine(bias.grad(), -0.5, 0));
     }
     if (step % (steps / 4 > 0 ? steps / 4 : 1) == 0)
       std::cout << "step " << step << ": loss " << loss.item<double>() << "\n";

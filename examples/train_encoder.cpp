@@ -9,7 +9,7 @@
 //                                       seeds: table and plots
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
 //
-// The tasks and the training loop are in examples/encoder_training.hpp.
+// The tasks and the training loop are in nn/encoder_training.hpp.
 #include <CLI/CLI.hpp>
 #include <smallgrad.hpp>
 #include <unistd.h>
@@ -22,13 +22,13 @@
 #include <map>
 #include <sstream>
 
-#include "encoder_training.hpp"
-#include "plot.hpp"
+#include "nn/encoder_training.hpp"
+#include "nn/plot.hpp"
 
 namespace {
 
-using training::Config;
-using training::Result;
+using sg::training::Config;
+using sg::training::Result;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -84,7 +84,7 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
 }
 
 // One live line on a terminal (rewritten in place), a line per report otherwise.
-training::Progress progress_line(const std::string& label) {
+sg::training::Progress progress_line(const std::string& label) {
   const bool tty = isatty(2);
   return [label, tty](int64_t step, int64_t steps, double loss, double acc, double tps, double left) {
     std::fprintf(stderr, "%s%s step %lld/%lld  loss %.4f  acc %.3f  %.0f tokens/s  %.0f s left%s",
@@ -96,9 +96,9 @@ training::Progress progress_line(const std::string& label) {
 
 // Head 0 of the last block's attention over the first evaluation sequence,
 // cut to its valid length: (len, len).
-std::vector<std::vector<double>> attention_map(training::Model& model, const Config& c) {
-  const training::EvalSet set = training::make_eval_set(c, c.min_len, c.max_len, 1);
-  const training::Batch& b = set.batches[0];
+std::vector<std::vector<double>> attention_map(sg::training::Model& model, const Config& c) {
+  const sg::training::EvalSet set = sg::training::make_eval_set(c, c.min_len, c.max_len, 1);
+  const sg::training::Batch& b = set.batches[0];
   {
     sg::NoGradGuard no_grad;
     model.eval();
@@ -124,27 +124,27 @@ void write_curve_csv(const std::string& path, const Result& r) {
 
 int run_one(Config c, const std::string& out_root) {
   sg::manual_seed(c.seed);
-  training::Model model(c);
+  sg::training::Model model(c);
   const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
   const std::string dir = out_root + "/" + name;
   std::filesystem::create_directories(dir);
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, " << sg::num_threads()
             << " threads, lengths " << c.min_len << ".." << c.max_len << "\n";
-  const Result r = training::train(model, c, progress_line(name));
+  const Result r = sg::training::train(model, c, progress_line(name));
   write_curve_csv(dir + "/curve.csv", r);
-  plot::LineOptions lo;
+  sg::plot::LineOptions lo;
   lo.title = c.task + ", " + sg::nn::positional_name(c.positional);
   lo.xlabel = "step";
   lo.ylabel = "accuracy";
   lo.has_ymin = lo.has_ymax = true;
-  plot::Series s{"eval accuracy", {}, {}};
+  sg::plot::Series s{"eval accuracy", {}, {}};
   for (const auto& p : r.curve) s.x.push_back(static_cast<double>(p.step)), s.y.push_back(p.eval_acc);
-  plot::write_file(dir + "/curve.svg", plot::line_svg({s}, lo));
-  plot::HeatmapOptions ho;
+  sg::plot::write_file(dir + "/curve.svg", sg::plot::line_svg({s}, lo));
+  sg::plot::HeatmapOptions ho;
   ho.xlabel = "Key position";
   ho.ylabel = "Query position";
   ho.has_range = true;
-  plot::write_file(dir + "/attention.svg", plot::heatmap_svg(attention_map(model, c), ho));
+  sg::plot::write_file(dir + "/attention.svg", sg::plot::heatmap_svg(attention_map(model, c), ho));
   sg::nn::save_checkpoint(dir + "/checkpoint.safetensors", model, nullptr, to_metadata(c));
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
@@ -156,10 +156,10 @@ int run_one(Config c, const std::string& out_root) {
 int evaluate_checkpoint(const std::string& path) {
   const sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
   const Config c = from_metadata(file.metadata, path);
-  training::Model model(c);
+  sg::training::Model model(c);
   sg::nn::load_checkpoint(path, model);
-  const double a = training::evaluate(model, training::make_eval_set(c, c.min_len, c.max_len, 1));
-  const double b = training::evaluate(model, training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  const double a = sg::training::evaluate(model, sg::training::make_eval_set(c, c.min_len, c.max_len, 1));
+  const double b = sg::training::evaluate(model, sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
   std::cout << path << ": task " << c.task << ", positional " << sg::nn::positional_name(c.positional)
             << "\naccuracy on training lengths " << fmt("%.3f", a) << ", on longer lengths " << fmt("%.3f", b) << "\n";
   return 0;
@@ -189,19 +189,19 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len
         << " | steps to 95% | seconds |\n|---|---|---|---|---|---|\n";
   for (const std::string& task : tasks) {
-    std::vector<plot::Series> curves;
+    std::vector<sg::plot::Series> curves;
     for (sg::nn::Positional kind : kinds) {
       std::vector<double> acc, longer, secs, reached;
-      plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
+      sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
         Config c = base;
         c.task = task;
         c.positional = kind;
         c.seed = base.seed + static_cast<uint64_t>(s);
         sg::manual_seed(c.seed);
-        training::Model model(c);
+        sg::training::Model model(c);
         const std::string label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(c.seed);
-        const Result r = training::train(model, c);
+        const Result r = sg::training::train(model, c);
         std::fprintf(stderr, "%-28s acc %.3f  longer %.3f  95%% at %s  %.1f s\n", label.c_str(), r.acc_train_lengths,
                      r.acc_longer, r.steps_to_95 < 0 ? "never" : std::to_string(r.steps_to_95).c_str(), r.seconds);
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
@@ -215,13 +215,13 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
           mean_curve.y[i] += r.curve[i].eval_acc / static_cast<double>(seeds);
         }
         if (s == 0) {  // attention of one sample, first seed
-          plot::HeatmapOptions ho;
+          sg::plot::HeatmapOptions ho;
           ho.title = task + ", " + sg::nn::positional_name(kind);
           ho.xlabel = "Key position";
           ho.ylabel = "Query position";
           ho.has_range = true;
-          plot::write_file(dir + "/attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
-                           plot::heatmap_svg(attention_map(model, c), ho));
+          sg::plot::write_file(dir + "/attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
+                           sg::plot::heatmap_svg(attention_map(model, c), ho));
         }
       }
       curves.push_back(mean_curve);
@@ -235,12 +235,12 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
             << fmt("%.3f", a.spread) << " | " << fmt("%.3f", l.mean) << " ± " << fmt("%.3f", l.spread) << " | "
             << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
     }
-    plot::LineOptions lo;
+    sg::plot::LineOptions lo;
     lo.title = "task: " + task + " (mean of " + std::to_string(seeds) + " seeds)";
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
-    plot::write_file(dir + "/curves_" + task + ".svg", plot::line_svg(curves, lo));
+    sg::plot::write_file(dir + "/curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
   }
   std::ofstream md(dir + "/results.md");
   md << table.str();
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> positionals = {"none", "sinusoidal", "learned", "relative", "rotary"};
   int64_t seeds = 3;
   int threads = 0;
-  app.add_option("--task", c.task, "shift, sort, reverse or count")->check(CLI::IsMember(training::task_names()));
+  app.add_option("--task", c.task, "shift, sort, reverse or count")->check(CLI::IsMember(sg::training::task_names()));
   const std::vector<std::string> kinds = {"none", "sinusoidal", "learned", "relative", "rotary"};
   app.add_option("--positional", positional, "none, sinusoidal, learned, relative or rotary")
       ->check(CLI::IsMember(kinds));
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
                  "relative positions: also a table added to the values (Shaw et al.), 1 or 0 (keys only)");
   app.add_flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
   app.add_flag("--compare", do_compare, "train every encoding on every task over several seeds");
-  app.add_option("--tasks", tasks, "tasks for --compare")->delimiter(',')->check(CLI::IsMember(training::task_names()));
+  app.add_option("--tasks", tasks, "tasks for --compare")->delimiter(',')->check(CLI::IsMember(sg::training::task_names()));
   app.add_option("--positionals", positionals, "encodings for --compare")->delimiter(',')->check(CLI::IsMember(kinds));
   app.add_option("--seeds", seeds, "seeds per (task, encoding) for --compare")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{10000000}));
@@ -308,8 +308,8 @@ int main(int argc, char** argv) {
   }
   try {  // flags that parse but do not fit together (--heads 3 --hidden 64) are usage errors too
     c.positional = sg::nn::parse_positional(positional);
-    training::check_config(c);
-    training::Model probe(c);
+    sg::training::check_config(c);
+    sg::training::Model probe(c);
   } catch (const sg::Error& e) {
     std::cerr << "error: " << e.what() << "\n\n" << app.help();
     return 2;

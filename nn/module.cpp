@@ -1,6 +1,6 @@
 #include "nn/module.hpp"
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg::nn {
 namespace {
@@ -97,14 +97,14 @@ void Module::load_state_dict(const StateDict& state) {
       for (const auto& [n, p] : params) known = known || n == name;
       if (!known) fail("load_state_dict: unexpected entry '", name, "' of shape ", t.shape());
     }
-  for (auto [name, p] : params) core::copy_(p, state.at(name));
+  for (auto [name, p] : params) kernel::copy_(p, state.at(name));
 }
 
 void Module::to(DType dtype) {
   auto convert = [dtype](const NamedTensors& list) {
     for (const auto& [name, t] : list) {
       if (t.dtype() == dtype || !is_floating(t.dtype())) continue;
-      const Tensor c = core::to(t, dtype);
+      const Tensor c = kernel::to(t, dtype);
       // Swap the data under the same handle: layers keep their member handles.
       TensorImpl* impl = t.impl();
       impl->storage = c.impl()->storage;
@@ -123,7 +123,7 @@ GradcheckResult gradcheck_module(Module& module, const GradcheckFn& fn,
   std::vector<Tensor> x, leaves;
   std::vector<std::string> labels;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    x.push_back(is_floating(inputs[i].dtype()) ? core::to(inputs[i], float64).set_requires_grad(true)
+    x.push_back(is_floating(inputs[i].dtype()) ? kernel::to(inputs[i], float64).set_requires_grad(true)
                                                : inputs[i]);
     leaves.push_back(x.back());
     labels.push_back("input " + std::to_string(i));

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "autograd/node.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
 
@@ -342,7 +342,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     NoGradGuard no_grad;
     for (const Tensor& p : params) {
       Tensor g = p.grad();
-      if (g.defined()) core::scale_(g, coef);
+      if (g.defined()) kernel::scale_(g, coef);
     }
   }
   return norm;

@@ -36,10 +36,10 @@ void require_values(const Tensor& t, const std::vector<double>& expected, double
 
 // A custom op, as a student writes one: y = 2x, whose backward counts its calls.
 Tensor counted_double(const Tensor& x, int* calls) {
-  return sg::record("counted_double", sg::core::affine(x, 2.0, 0.0), {x},
+  return sg::record("counted_double", sg::kernel::affine(x, 2.0, 0.0), {x},
                     [calls](const Tensor& g) -> Grads {
                       ++*calls;
-                      return {sg::core::affine(g, 2.0, 0.0)};
+                      return {sg::kernel::affine(g, 2.0, 0.0)};
                     });
 }
 
@@ -113,7 +113,7 @@ TEST_CASE("a leaf's gradient is its own buffer, even when two leaves get the sam
   Tensor b = values({3, 4}, {2}).set_requires_grad();
   sg::backward(a + b, values({1, 1}, {2}));
   Tensor ga = a.grad();
-  sg::core::scale_(ga, 10.0);
+  sg::kernel::scale_(ga, 10.0);
   require_values(a.grad(), {10, 10});
   require_values(b.grad(), {1, 1});
 }
@@ -179,20 +179,20 @@ TEST_CASE("each node's backward runs once, after all of its consumers", "[autogr
 TEST_CASE("the engine checks every gradient's shape and names the op", "[autograd][engine]") {
   Tensor x = sg::ones({2, 3}, sg::float64).set_requires_grad();
   SECTION("a wrong shape") {
-    Tensor y = sg::record("my_transposing_op", sg::core::affine(x, 1.0, 0.0), {x},
-                          [](const Tensor& g) -> Grads { return {sg::core::transpose(g, 0, 1)}; });
+    Tensor y = sg::record("my_transposing_op", sg::kernel::affine(x, 1.0, 0.0), {x},
+                          [](const Tensor& g) -> Grads { return {sg::kernel::transpose(g, 0, 1)}; });
     REQUIRE_THROWS_WITH(sg::backward(sg::sum(y)),
                         Contains("backward of 'my_transposing_op' returned a gradient of shape (3, 2)") &&
                             Contains("for input 0 of shape (2, 3)"));
   }
   SECTION("a wrong dtype") {
-    Tensor y = sg::record("my_float32_op", sg::core::affine(x, 1.0, 0.0), {x},
-                          [](const Tensor& g) -> Grads { return {sg::core::to(g, sg::float32)}; });
+    Tensor y = sg::record("my_float32_op", sg::kernel::affine(x, 1.0, 0.0), {x},
+                          [](const Tensor& g) -> Grads { return {sg::kernel::to(g, sg::float32)}; });
     REQUIRE_THROWS_WITH(sg::backward(sg::sum(y)),
                         Contains("'my_float32_op'") && Contains("(float32)") && Contains("(float64)"));
   }
   SECTION("a wrong number of gradients") {
-    Tensor y = sg::record("my_two_grads_op", sg::core::affine(x, 1.0, 0.0), {x},
+    Tensor y = sg::record("my_two_grads_op", sg::kernel::affine(x, 1.0, 0.0), {x},
                           [](const Tensor& g) -> Grads { return {g, g}; });
     REQUIRE_THROWS_WITH(sg::backward(sg::sum(y)),
                         Contains("backward of 'my_two_grads_op' returned 2 gradients for 1 inputs"));
@@ -202,6 +202,16 @@ TEST_CASE("the engine checks every gradient's shape and names the op", "[autogra
     REQUIRE_THROWS_WITH(sg::record("reuse", y, {x}, [](const Tensor& g) -> Grads { return {g}; }),
                         Contains("reuse: record() needs a fresh output tensor"));
   }
+  SECTION("a forward that called a recording op instead of its kernel is told which to call") {
+    // sg::exp (records a node) where sg::kernel::exp (does not) was meant.
+    REQUIRE_THROWS_WITH(sg::record("my_exp", sg::exp(x), {x}, [](const Tensor& g) -> Grads { return {g}; }),
+                        Contains("my_exp: record() needs a fresh output tensor, got the output of op 'exp'") &&
+                            Contains("(sg::kernel::exp, not sg::exp)"));
+  }
+  SECTION("a leaf that requires grad is not an op's output") {
+    REQUIRE_THROWS_WITH(sg::record("my_leaf", x, {x}, [](const Tensor& g) -> Grads { return {g}; }),
+                        Contains("my_leaf: record() needs a fresh output tensor, got a leaf that requires grad"));
+  }
 }
 
 TEST_CASE("a backward that failed part-way leaves no partial gradients behind",
@@ -210,7 +220,7 @@ TEST_CASE("a backward that failed part-way leaves no partial gradients behind",
   // h's node; a later backward through h must not see that partial sum.
   Tensor x = values({1, 2}, {2}).set_requires_grad();
   Tensor h = sg::exp(x);
-  Tensor bad = sg::record("bad_shape", sg::core::affine(h, 1.0, 0.0), {h},
+  Tensor bad = sg::record("bad_shape", sg::kernel::affine(h, 1.0, 0.0), {h},
                           [](const Tensor&) -> Grads { return {sg::ones({5}, sg::float64)}; });
   for (const bool bad_first : {true, false}) {
     Tensor loss = bad_first ? sg::sum(bad) + sg::sum(h * 2.0) : sg::sum(h * 2.0) + sg::sum(bad);
@@ -335,7 +345,7 @@ TEST_CASE("no graph node outlives the step", "[autograd][engine]") {
   }
   SECTION("an error during backward leaks nothing") {
     {
-      Tensor y = sg::record("bad", sg::core::affine(w, 1.0, 0.0), {w},
+      Tensor y = sg::record("bad", sg::kernel::affine(w, 1.0, 0.0), {w},
                             [](const Tensor&) -> Grads { return {sg::ones({5}, sg::float64)}; });
       REQUIRE_THROWS(sg::backward(sg::sum(sg::exp(y))));
     }
@@ -372,8 +382,8 @@ TEST_CASE("ten thousand training steps keep the node count and memory flat", "[a
     sg::backward(loss);
     sg::NoGradGuard no_grad;
     for (Tensor& p : params) {
-      Tensor update = sg::core::affine(p.grad(), -0.05, 0.0);
-      sg::core::add_(p, update);
+      Tensor update = sg::kernel::affine(p.grad(), -0.05, 0.0);
+      sg::kernel::add_(p, update);
       p.set_grad(Tensor());
     }
     return loss.item<double>();

@@ -78,8 +78,8 @@ TEST_CASE("gradcheck fails a backward that is off by a factor of 2", "[autograd]
   // y = 3x, with a backward that returns 6g.
   auto times_three = [](const Inputs& in) {
     const Tensor& x = in[0];
-    return sg::record("times_three_wrong", sg::core::affine(x, 3.0, 0.0), {x},
-                      [](const Tensor& g) -> Grads { return {sg::core::affine(g, 6.0, 0.0)}; });
+    return sg::record("times_three_wrong", sg::kernel::affine(x, 3.0, 0.0), {x},
+                      [](const Tensor& g) -> Grads { return {sg::kernel::affine(g, 6.0, 0.0)}; });
   };
   sg::GradcheckOptions opt;
   opt.name = "times_three_wrong";
@@ -101,8 +101,8 @@ TEST_CASE("gradcheck fails a backward that is off by a factor of 2", "[autograd]
   // The same op with the right backward passes.
   auto right = [](const Inputs& in) {
     const Tensor& x = in[0];
-    return sg::record("times_three", sg::core::affine(x, 3.0, 0.0), {x},
-                      [](const Tensor& g) -> Grads { return {sg::core::affine(g, 3.0, 0.0)}; });
+    return sg::record("times_three", sg::kernel::affine(x, 3.0, 0.0), {x},
+                      [](const Tensor& g) -> Grads { return {sg::kernel::affine(g, 3.0, 0.0)}; });
   };
   check("times_three", right, {normal({2, 3}, 1)});
 }
@@ -114,8 +114,8 @@ TEST_CASE("gradcheck fails a transposed gradient on a square input", "[autograd]
   const Tensor c = normal({3, 3}, 2);
   auto fn = [c](const Inputs& in) {
     const Tensor& x = in[0];
-    return sg::record("transposed_grad", sg::core::mul(x, c), {x}, [c](const Tensor& g) -> Grads {
-      return {sg::core::transpose(sg::core::mul(g, c), 0, 1)};
+    return sg::record("transposed_grad", sg::kernel::mul(x, c), {x}, [c](const Tensor& g) -> Grads {
+      return {sg::kernel::transpose(sg::kernel::mul(g, c), 0, 1)};
     });
   };
   sg::GradcheckOptions opt;
@@ -132,9 +132,9 @@ TEST_CASE("gradcheck fails a transposed gradient on a square input", "[autograd]
   // And a transposed product: y = x c with dX = g c^T, returned as (g c^T)^T.
   auto mm = [c](const Inputs& in) {
     const Tensor& x = in[0];
-    return sg::record("matmul_transposed_grad", sg::core::matmul(x, c), {x},
+    return sg::record("matmul_transposed_grad", sg::kernel::matmul(x, c), {x},
                       [c](const Tensor& g) -> Grads {
-                        return {sg::core::transpose(sg::core::matmul(g, c, false, true), 0, 1)};
+                        return {sg::kernel::transpose(sg::kernel::matmul(g, c, false, true), 0, 1)};
                       });
   };
   REQUIRE_FALSE(sg::gradcheck(mm, {normal({3, 3}, 4)}));
@@ -144,8 +144,8 @@ TEST_CASE("gradcheck reports which input is wrong and samples big inputs", "[aut
   // Right gradient for a, half of it for b.
   auto fn = [](const Inputs& in) {
     const Tensor &a = in[0], &b = in[1];
-    return sg::record("half_b", sg::core::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
-      return {sg::core::mul(g, b), sg::core::affine(sg::core::mul(g, a), 0.5, 0.0)};
+    return sg::record("half_b", sg::kernel::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+      return {sg::kernel::mul(g, b), sg::kernel::affine(sg::kernel::mul(g, a), 0.5, 0.0)};
     });
   };
   const sg::GradcheckResult r = sg::gradcheck(fn, {normal({4}, 5), normal({4}, 6)});
@@ -164,7 +164,7 @@ TEST_CASE("gradcheck reports which input is wrong and samples big inputs", "[aut
 }
 
 TEST_CASE("gradcheck refuses outputs it cannot check", "[autograd][gradcheck]") {
-  REQUIRE_THROWS_WITH(sg::gradcheck([](const Inputs& in) { return sg::core::to(in[0], sg::float32); },
+  REQUIRE_THROWS_WITH(sg::gradcheck([](const Inputs& in) { return sg::kernel::to(in[0], sg::float32); },
                                     {normal({2}, 1)}),
                       Contains("must compute in float64"));
   REQUIRE_THROWS_WITH(sg::gradcheck([](const Inputs&) { return sg::ones({2}, sg::float64); }, {normal({2}, 1)}),
@@ -437,7 +437,7 @@ TEST_CASE("linear: x W^T + b in one op, against a naive loop and gradcheck", "[a
     REQUIRE_THROWS_WITH(sg::linear(x, normal({5}, 1)), Contains("linear: weight must be (out, in), got (5)"));
     REQUIRE_THROWS_WITH(sg::linear(sg::zeros({2, 4}, sg::int64), w),
                         Contains("linear: needs float32 or float64, got int64 input (2, 4)"));
-    REQUIRE_THROWS_WITH(sg::linear(sg::core::to(x, sg::float32), w), Contains("linear"));
+    REQUIRE_THROWS_WITH(sg::linear(sg::kernel::to(x, sg::float32), w), Contains("linear"));
   }
 }
 
@@ -486,7 +486,7 @@ TEST_CASE("head_scores and head_pool: per-head products against naive loops and 
     }, {q, k, v});
   }
   SECTION("float32 agrees with float64") {
-    const auto q32 = sg::core::to(q, sg::float32), k32 = sg::core::to(k, sg::float32);
+    const auto q32 = sg::kernel::to(q, sg::float32), k32 = sg::kernel::to(k, sg::float32);
     const auto s64 = sg::head_scores(q, k, heads).to_vector<double>();
     const auto s32 = sg::head_scores(q32, k32, heads).to_vector<double>();
     for (size_t i = 0; i < s64.size(); ++i) REQUIRE(s32[i] == Approx(s64[i]).margin(1e-5));
@@ -502,7 +502,7 @@ TEST_CASE("head_scores and head_pool: per-head products against naive loops and 
     REQUIRE_THROWS_WITH(sg::head_pool(w, normal({2, 5, 6}, 1), 2),
                         Contains("head_pool: weights (4, 3, 4) and values (2, 5, 6)"));
     REQUIRE_THROWS_WITH(sg::head_pool(w, v, 3), Contains("head_pool") && Contains("heads 3"));
-    REQUIRE_THROWS_WITH(sg::head_pool(sg::core::to(w, sg::float32), v, 2), Contains("head_pool"));
+    REQUIRE_THROWS_WITH(sg::head_pool(sg::kernel::to(w, sg::float32), v, 2), Contains("head_pool"));
     REQUIRE_THROWS_WITH(sg::head_scores(sg::zeros({2, 3, 6}, sg::int64), k, 2),
                         Contains("head_scores: needs float32 or float64, got int64 queries (2, 3, 6)"));
   }
@@ -615,14 +615,14 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
     for (bool causal : {false, true}) {
       INFO("causal " << causal);
       Tensor x32 = sg::clone(s32).set_requires_grad();
-      Tensor x64 = sg::core::to(s32, sg::float64).set_requires_grad();
+      Tensor x64 = sg::kernel::to(s32, sg::float64).set_requires_grad();
       const Tensor y32 = sg::masked_softmax(x32, lens, causal, 0.3);
       const Tensor y64 = sg::masked_softmax(x64, lens, causal, 0.3);  // the general path
       const auto got = y32.to_vector<double>();
       const auto want = naive_masked_softmax(s32, per_row, causal, 0.3);
       for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).epsilon(1e-6).margin(1e-7));
       const Tensor weights = normal({4, 16, 16}, 122);
-      sg::backward(sg::sum(y32 * sg::core::to(weights, sg::float32)));
+      sg::backward(sg::sum(y32 * sg::kernel::to(weights, sg::float32)));
       sg::backward(sg::sum(y64 * weights));
       const auto g32 = x32.grad().to_vector<double>(), g64 = x64.grad().to_vector<double>();
       for (size_t i = 0; i < g32.size(); ++i) REQUIRE(g32[i] == Approx(g64[i]).margin(2e-6));
@@ -634,7 +634,7 @@ TEST_CASE("masked_softmax follows d2l: -1e6 replacement, uniform rows, zero grad
     std::vector<double> values(32);
     for (size_t j = 0; j < 32; ++j) values[j] = (j < 16 ? -1e6 : -1e6 - 30) + 0.5 * static_cast<double>(j % 16);
     const Tensor s64 = sg::from_vector(values, {1, 2, 16});
-    const Tensor s32 = sg::core::to(s64, sg::float32);
+    const Tensor s32 = sg::kernel::to(s64, sg::float32);
     const Tensor lens = ids_tensor({8, 5}, {1, 2});
     const auto want = naive_masked_softmax(s32, {8, 5}, false);
     REQUIRE(want[15] > 1e-3);  // the replaced keys are far from 0 here

@@ -36,13 +36,13 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // dy/dx = a (1 - tanh(x)^2); dy/da = tanh(x), summed over x's leading axes.
 // `wrong` doubles a's gradient, so the checks below can be seen to fail.
 Tensor scaled_tanh(const Tensor& x, const Tensor& a, bool wrong = false) {
-  Tensor t = sg::core::tanh(x);
-  return sg::record("scaled_tanh", sg::core::mul(t, a), {x, a}, [x, a, t, wrong](const Tensor& g) -> Grads {
+  Tensor t = sg::kernel::tanh(x);
+  return sg::record("scaled_tanh", sg::kernel::mul(t, a), {x, a}, [x, a, t, wrong](const Tensor& g) -> Grads {
     Tensor dx = x.requires_grad()
-                    ? sg::core::mul(sg::core::mul(g, a), sg::core::affine(sg::core::mul(t, t), -1.0, 1.0))
+                    ? sg::kernel::mul(sg::kernel::mul(g, a), sg::kernel::affine(sg::kernel::mul(t, t), -1.0, 1.0))
                     : Tensor();
-    Tensor da = a.requires_grad() ? sg::core::sum_to(sg::core::mul(g, t), a.shape()) : Tensor();
-    if (wrong && da.defined()) da = sg::core::affine(da, 2.0, 0.0);
+    Tensor da = a.requires_grad() ? sg::kernel::sum_to(sg::kernel::mul(g, t), a.shape()) : Tensor();
+    if (wrong && da.defined()) da = sg::kernel::affine(da, 2.0, 0.0);
     return {dx, da};
   });
 }
@@ -63,7 +63,7 @@ class TanhLayer : public sg::nn::Module {
 
 // An op whose backward returns NaN: what anomaly mode is for.
 Tensor nan_backward(const Tensor& x) {
-  return sg::record("nan_backward", sg::core::affine(x, 1.0, 0.0), {x},
+  return sg::record("nan_backward", sg::kernel::affine(x, 1.0, 0.0), {x},
                     [x](const Tensor&) -> Grads { return {sg::full(x.shape(), kNaN, x.dtype())}; });
 }
 
@@ -324,7 +324,7 @@ TEST_CASE("anomaly mode names the op whose backward makes a NaN, and the way the
 
   // A NaN made by an op called inside a backward names both.
   auto log_in_backward = [](const Tensor& v) {
-    return sg::record("log_in_backward", sg::core::affine(v, 1.0, 0.0), {v},
+    return sg::record("log_in_backward", sg::kernel::affine(v, 1.0, 0.0), {v},
                       [](const Tensor& g) -> Grads { return {sg::log(sg::neg(sg::abs(g)))}; });
   };
   REQUIRE_THROWS_WITH(sg::backward(sg::sum(log_in_backward(x))),

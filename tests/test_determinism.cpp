@@ -1,4 +1,4 @@
-// Determinism: training the tiny encoder (examples/encoder_training.hpp's
+// Determinism: training the tiny encoder (nn/encoder_training.hpp's
 // model and data, with dropout on, so the generator matters) gives
 //   * bitwise-identical loss curves and weights for the same seed and
 //     thread count,
@@ -20,15 +20,15 @@
 #include <string>
 #include <vector>
 
-#include "examples/encoder_training.hpp"
+#include "nn/encoder_training.hpp"
 
 namespace {
 
 // The tiny encoder of train_encoder (vocab 16, 64 hiddens, 4 heads, FFN 128,
 // 2 blocks, batch 64: big enough that elementwise and row-wise kernels take
 // their OpenMP paths on 2 threads), with dropout.
-training::Config tiny_config() {
-  training::Config c;
+sg::training::Config tiny_config() {
+  sg::training::Config c;
   c.task = "shift";
   c.dropout = 0.1;
   return c;
@@ -43,11 +43,11 @@ struct Threads {
 
 // A model with its optimizer and schedule, stepped one batch at a time.
 struct Trainer {
-  training::Config c;
-  training::Model model;
+  sg::training::Config c;
+  sg::training::Model model;
   sg::optim::AdamW opt;
   sg::optim::Schedule schedule;
-  explicit Trainer(const training::Config& config)
+  explicit Trainer(const sg::training::Config& config)
       : c(config),
         model(c),
         opt(model.parameters(), {.lr = 3e-3, .weight_decay = 0.01}),
@@ -56,8 +56,8 @@ struct Trainer {
   }
   // One training step; returns the loss.
   double step() {
-    const training::Batch b = training::make_batch(c, c.batch, c.min_len, c.max_len, sg::default_generator());
-    const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, training::kIgnore);
+    const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, sg::default_generator());
+    const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::training::kIgnore);
     opt.zero_grad();
     sg::backward(loss);
     sg::optim::clip_grad_norm(model.parameters(), 1.0);

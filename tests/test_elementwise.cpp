@@ -1,4 +1,4 @@
-// Elementwise kernels (core/unary.cpp, core/binary.cpp, core/layout.cpp's to())
+// Elementwise kernels (core/kernels/unary.cpp, core/kernels/binary.cpp, core/kernels/layout.cpp's to())
 // against naive loops written here: std:: functions element by element, and a
 // broadcasting loop that maps each output multi-index to each input (size-1
 // axes and missing leading axes -> index 0), in float32, float64 and int64.
@@ -19,7 +19,7 @@
 
 #include <smallgrad.hpp>
 
-#include "core/vecmath.hpp"  // not in the umbrella header: an internal kernel helper
+#include "core/kernels/vecmath.hpp"  // not in the umbrella header: an internal kernel helper
 
 #include "test_util.hpp"
 
@@ -119,25 +119,25 @@ struct UnaryCase {
 std::vector<UnaryCase> unary_cases() {
   const double c = std::sqrt(2 / std::numbers::pi);
   return {
-      {"neg", sg::core::neg, [](double x) { return -x; }, -5, 5},
-      {"abs", sg::core::abs, [](double x) { return std::fabs(x); }, -5, 5},
-      {"exp", sg::core::exp, [](double x) { return std::exp(x); }, -6, 6},
-      {"log", sg::core::log, [](double x) { return std::log(x); }, 0.01, 20},
-      {"sqrt", sg::core::sqrt, [](double x) { return std::sqrt(x); }, 0, 20},
-      {"tanh", sg::core::tanh, [](double x) { return std::tanh(x); }, -6, 6},
-      {"sigmoid", sg::core::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -15, 15},
-      {"relu", sg::core::relu, [](double x) { return x > 0 ? x : 0; }, -5, 5},
-      {"pow 2", [](const Tensor& x) { return sg::core::pow(x, 2); }, [](double x) { return x * x; }, -5, 5},
-      {"pow 3", [](const Tensor& x) { return sg::core::pow(x, 3); }, [](double x) { return x * x * x; }, -4, 4},
-      {"pow 0.5", [](const Tensor& x) { return sg::core::pow(x, 0.5); }, [](double x) { return std::sqrt(x); }, 0, 10},
-      {"pow 1.5", [](const Tensor& x) { return sg::core::pow(x, 1.5); }, [](double x) { return x * std::sqrt(x); }, 0, 10},
-      {"pow -1", [](const Tensor& x) { return sg::core::pow(x, -1); }, [](double x) { return 1 / x; }, 0.1, 10},
-      {"pow 0", [](const Tensor& x) { return sg::core::pow(x, 0); }, [](double) { return 1.0; }, -3, 3},
-      {"gelu", sg::core::gelu,
+      {"neg", sg::kernel::neg, [](double x) { return -x; }, -5, 5},
+      {"abs", sg::kernel::abs, [](double x) { return std::fabs(x); }, -5, 5},
+      {"exp", sg::kernel::exp, [](double x) { return std::exp(x); }, -6, 6},
+      {"log", sg::kernel::log, [](double x) { return std::log(x); }, 0.01, 20},
+      {"sqrt", sg::kernel::sqrt, [](double x) { return std::sqrt(x); }, 0, 20},
+      {"tanh", sg::kernel::tanh, [](double x) { return std::tanh(x); }, -6, 6},
+      {"sigmoid", sg::kernel::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -15, 15},
+      {"relu", sg::kernel::relu, [](double x) { return x > 0 ? x : 0; }, -5, 5},
+      {"pow 2", [](const Tensor& x) { return sg::kernel::pow(x, 2); }, [](double x) { return x * x; }, -5, 5},
+      {"pow 3", [](const Tensor& x) { return sg::kernel::pow(x, 3); }, [](double x) { return x * x * x; }, -4, 4},
+      {"pow 0.5", [](const Tensor& x) { return sg::kernel::pow(x, 0.5); }, [](double x) { return std::sqrt(x); }, 0, 10},
+      {"pow 1.5", [](const Tensor& x) { return sg::kernel::pow(x, 1.5); }, [](double x) { return x * std::sqrt(x); }, 0, 10},
+      {"pow -1", [](const Tensor& x) { return sg::kernel::pow(x, -1); }, [](double x) { return 1 / x; }, 0.1, 10},
+      {"pow 0", [](const Tensor& x) { return sg::kernel::pow(x, 0); }, [](double) { return 1.0; }, -3, 3},
+      {"gelu", sg::kernel::gelu,
        [c](double x) { return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x))); }, -6, 6},
-      {"affine", [](const Tensor& x) { return sg::core::affine(x, 2.5, -1.25); },
+      {"affine", [](const Tensor& x) { return sg::kernel::affine(x, 2.5, -1.25); },
        [](double x) { return 2.5 * x - 1.25; }, -5, 5},
-      {"affine 0", [](const Tensor& x) { return sg::core::affine(x, 0, 3); }, [](double) { return 3.0; }, -5, 5},
+      {"affine 0", [](const Tensor& x) { return sg::kernel::affine(x, 0, 3); }, [](double) { return 3.0; }, -5, 5},
   };
 }
 
@@ -155,18 +155,18 @@ struct BinaryCase {
 
 std::vector<BinaryCase> binary_cases() {
   return {
-      {"add", sg::core::add, [](double x, double y) { return x + y; }, true},
-      {"sub", sg::core::sub, [](double x, double y) { return x - y; }, true},
-      {"mul", sg::core::mul, [](double x, double y) { return x * y; }, true},
-      {"div", sg::core::div, [](double x, double y) { return x / y; }, false},
-      {"maximum", sg::core::maximum, [](double x, double y) { return x > y ? x : y; }, true},
-      {"minimum", sg::core::minimum, [](double x, double y) { return x < y ? x : y; }, true},
-      {"eq", sg::core::eq, [](double x, double y) { return x == y ? 1.0 : 0.0; }, true},
-      {"ne", sg::core::ne, [](double x, double y) { return x != y ? 1.0 : 0.0; }, true},
-      {"lt", sg::core::lt, [](double x, double y) { return x < y ? 1.0 : 0.0; }, true},
-      {"le", sg::core::le, [](double x, double y) { return x <= y ? 1.0 : 0.0; }, true},
-      {"gt", sg::core::gt, [](double x, double y) { return x > y ? 1.0 : 0.0; }, true},
-      {"ge", sg::core::ge, [](double x, double y) { return x >= y ? 1.0 : 0.0; }, true},
+      {"add", sg::kernel::add, [](double x, double y) { return x + y; }, true},
+      {"sub", sg::kernel::sub, [](double x, double y) { return x - y; }, true},
+      {"mul", sg::kernel::mul, [](double x, double y) { return x * y; }, true},
+      {"div", sg::kernel::div, [](double x, double y) { return x / y; }, false},
+      {"maximum", sg::kernel::maximum, [](double x, double y) { return x > y ? x : y; }, true},
+      {"minimum", sg::kernel::minimum, [](double x, double y) { return x < y ? x : y; }, true},
+      {"eq", sg::kernel::eq, [](double x, double y) { return x == y ? 1.0 : 0.0; }, true},
+      {"ne", sg::kernel::ne, [](double x, double y) { return x != y ? 1.0 : 0.0; }, true},
+      {"lt", sg::kernel::lt, [](double x, double y) { return x < y ? 1.0 : 0.0; }, true},
+      {"le", sg::kernel::le, [](double x, double y) { return x <= y ? 1.0 : 0.0; }, true},
+      {"gt", sg::kernel::gt, [](double x, double y) { return x > y ? 1.0 : 0.0; }, true},
+      {"ge", sg::kernel::ge, [](double x, double y) { return x >= y ? 1.0 : 0.0; }, true},
   };
 }
 
@@ -248,25 +248,25 @@ TEMPLATE_TEST_CASE("unary ops match std:: loops", "[core]", float, double) {
 TEMPLATE_TEST_CASE("unary ops on special points", "[core]", float, double) {
   using T = TestType;
   const Tensor x = make(std::vector<T>{-2, -0.5, 0, 0.5, 2}, {5});
-  check_values<T>(sg::core::relu(x), {5}, {0, 0, 0, 0.5, 2});
-  check_values<T>(sg::core::abs(x), {5}, {2, 0.5, 0, 0.5, 2});
-  check_values<T>(sg::core::neg(x), {5}, {2, 0.5, 0, -0.5, -2});
-  check_values<T>(sg::core::sigmoid(x), {5},
+  check_values<T>(sg::kernel::relu(x), {5}, {0, 0, 0, 0.5, 2});
+  check_values<T>(sg::kernel::abs(x), {5}, {2, 0.5, 0, 0.5, 2});
+  check_values<T>(sg::kernel::neg(x), {5}, {2, 0.5, 0, -0.5, -2});
+  check_values<T>(sg::kernel::sigmoid(x), {5},
                   {0.11920292202211755, 0.3775406687981454, 0.5, 0.6224593312018546, 0.8807970779778823});
-  check_values<T>(sg::core::exp(make(std::vector<T>{0, 1}, {2})), {2}, {1, std::numbers::e});
-  check_values<T>(sg::core::log(make(std::vector<T>{1, 0}, {2})), {2}, {0, -INFINITY});
-  check_values<T>(sg::core::sqrt(make(std::vector<T>{0, 4, 2.25}, {3})), {3}, {0, 2, 1.5});
+  check_values<T>(sg::kernel::exp(make(std::vector<T>{0, 1}, {2})), {2}, {1, std::numbers::e});
+  check_values<T>(sg::kernel::log(make(std::vector<T>{1, 0}, {2})), {2}, {0, -INFINITY});
+  check_values<T>(sg::kernel::sqrt(make(std::vector<T>{0, 4, 2.25}, {3})), {3}, {0, 2, 1.5});
   // The tanh approximation of GELU, values from the formula in Python.
-  check_values<T>(sg::core::gelu(make(std::vector<T>{1, -1, 2, 0.5, 0}, {5})), {5},
+  check_values<T>(sg::kernel::gelu(make(std::vector<T>{1, -1, 2, 0.5, 0}, {5})), {5},
                   {0.8411919906082768, -0.15880800939172324, 1.954597694087775, 0.34571400982514394, 0});
-  check_values<T>(sg::core::pow(make(std::vector<T>{-3, 4}, {2}), 2), {2}, {9, 16});
-  check_values<T>(sg::core::pow(make(std::vector<T>{-2, 0.25}, {2}), 0.5), {2}, {NAN, 0.5});
+  check_values<T>(sg::kernel::pow(make(std::vector<T>{-3, 4}, {2}), 2), {2}, {9, 16});
+  check_values<T>(sg::kernel::pow(make(std::vector<T>{-2, 0.25}, {2}), 0.5), {2}, {NAN, 0.5});
 }
 
 TEMPLATE_TEST_CASE("sigmoid at large |x| neither overflows nor makes NaN", "[core]", float, double) {
   using T = TestType;
   const std::vector<T> x = {-1000, -750, -100, -89, -30, 30, 89, 100, 750, 1000};
-  const Tensor y = sg::core::sigmoid(make(x, {static_cast<int64_t>(x.size())}));
+  const Tensor y = sg::kernel::sigmoid(make(x, {static_cast<int64_t>(x.size())}));
   const std::vector<T> v = y.to_vector<T>();
   for (size_t i = 0; i < x.size(); ++i) {
     INFO("x = " << x[i] << ", sigmoid = " << v[i]);
@@ -279,10 +279,10 @@ TEMPLATE_TEST_CASE("sigmoid at large |x| neither overflows nor makes NaN", "[cor
   CHECK(v[4] == Approx(9.357622968840175e-14).epsilon(1e-5));  // e^-30 / (1 + e^-30)
   CHECK(v[5] == Approx(1));
   // gelu and tanh saturate too.
-  const std::vector<T> g = sg::core::gelu(make(std::vector<T>{-1000, 1000}, {2})).template to_vector<T>();
+  const std::vector<T> g = sg::kernel::gelu(make(std::vector<T>{-1000, 1000}, {2})).template to_vector<T>();
   CHECK(g[0] == Approx(0).margin(1e-6));
   CHECK(g[1] == 1000);
-  const std::vector<T> t = sg::core::tanh(make(std::vector<T>{-1000, 1000}, {2})).template to_vector<T>();
+  const std::vector<T> t = sg::kernel::tanh(make(std::vector<T>{-1000, 1000}, {2})).template to_vector<T>();
   CHECK(t == std::vector<T>{-1, 1});
 }
 
@@ -295,19 +295,19 @@ TEST_CASE("unary ops on int64: neg, abs and relu work, the rest throw", "[core]"
     abs.push_back(static_cast<double>(v < 0 ? -v : v));
     relu.push_back(static_cast<double>(v > 0 ? v : 0));
   }
-  check_values<int64_t>(sg::core::neg(t), {2, 3}, neg);
-  check_values<int64_t>(sg::core::abs(t), {2, 3}, abs);
-  check_values<int64_t>(sg::core::relu(t), {2, 3}, relu);
+  check_values<int64_t>(sg::kernel::neg(t), {2, 3}, neg);
+  check_values<int64_t>(sg::kernel::abs(t), {2, 3}, abs);
+  check_values<int64_t>(sg::kernel::relu(t), {2, 3}, relu);
 
-  REQUIRE_THROWS_WITH(sg::core::exp(t), Contains("exp") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::log(t), Contains("log") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::sqrt(t), Contains("sqrt") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::tanh(t), Contains("tanh") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::sigmoid(t), Contains("sigmoid") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::pow(t, 2), Contains("pow") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::pow(t, 0.5), Contains("pow") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::gelu(t), Contains("gelu") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::affine(t, 2, 1), Contains("affine") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::exp(t), Contains("exp") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::log(t), Contains("log") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::sqrt(t), Contains("sqrt") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::tanh(t), Contains("tanh") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::sigmoid(t), Contains("sigmoid") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::pow(t, 2), Contains("pow") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::pow(t, 0.5), Contains("pow") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::gelu(t), Contains("gelu") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::affine(t, 2, 1), Contains("affine") && Contains("int64"));
 }
 
 // ---------------------------------------------------------------- binary
@@ -315,12 +315,12 @@ TEST_CASE("unary ops on int64: neg, abs and relu work, the rest throw", "[core]"
 TEST_CASE("broadcast_shapes follows NumPy", "[core]") {
   for (const ShapeCase& sc : small_shape_cases()) {
     INFO(sc.a << " with " << sc.b);
-    CHECK(sg::core::broadcast_shapes(sc.a, sc.b, "test") == sc.out);
+    CHECK(sg::kernel::broadcast_shapes(sc.a, sc.b, "test") == sc.out);
   }
-  CHECK(sg::core::broadcast_shapes({0, 3}, {3}, "test") == Shape{0, 3});
-  CHECK(sg::core::broadcast_shapes({0, 3}, {1, 1}, "test") == Shape{0, 3});
-  REQUIRE_THROWS_WITH(sg::core::broadcast_shapes({2, 3}, {4}, "myop"), Contains("myop: cannot broadcast (2, 3) with (4)"));
-  REQUIRE_THROWS_WITH(sg::core::broadcast_shapes({0}, {2}, "myop"), Contains("myop: cannot broadcast (0) with (2)"));
+  CHECK(sg::kernel::broadcast_shapes({0, 3}, {3}, "test") == Shape{0, 3});
+  CHECK(sg::kernel::broadcast_shapes({0, 3}, {1, 1}, "test") == Shape{0, 3});
+  REQUIRE_THROWS_WITH(sg::kernel::broadcast_shapes({2, 3}, {4}, "myop"), Contains("myop: cannot broadcast (2, 3) with (4)"));
+  REQUIRE_THROWS_WITH(sg::kernel::broadcast_shapes({0}, {2}, "myop"), Contains("myop: cannot broadcast (0) with (2)"));
 }
 
 TEMPLATE_TEST_CASE("binary ops broadcast like a naive loop", "[core]", float, double, int64_t) {
@@ -388,10 +388,10 @@ TEMPLATE_TEST_CASE("maximum and minimum propagate NaN", "[core]", float, double)
   const T nan = std::numeric_limits<T>::quiet_NaN();
   const Tensor a = make(std::vector<T>{nan, 1, nan, -1}, {4});
   const Tensor b = make(std::vector<T>{1, nan, nan, 2}, {4});
-  check_values<T>(sg::core::maximum(a, b), {4}, {NAN, NAN, NAN, 2});
-  check_values<T>(sg::core::minimum(a, b), {4}, {NAN, NAN, NAN, -1});
-  check_values<T>(sg::core::eq(a, a), {4}, {0, 1, 0, 1});
-  check_values<T>(sg::core::ne(a, a), {4}, {1, 0, 1, 0});
+  check_values<T>(sg::kernel::maximum(a, b), {4}, {NAN, NAN, NAN, 2});
+  check_values<T>(sg::kernel::minimum(a, b), {4}, {NAN, NAN, NAN, -1});
+  check_values<T>(sg::kernel::eq(a, a), {4}, {0, 1, 0, 1});
+  check_values<T>(sg::kernel::ne(a, a), {4}, {1, 0, 1, 0});
 }
 
 TEST_CASE("binary op errors name the op, the shapes and the dtypes", "[core]") {
@@ -407,8 +407,8 @@ TEST_CASE("binary op errors name the op, the shapes and the dtypes", "[core]") {
                         Contains(op.name + ": cannot broadcast (2, 3, 4) with (3, 5)"));
     REQUIRE_THROWS_WITH(op.kernel(sg::zeros({3, 2}), f23), Contains(op.name + ": cannot broadcast (3, 2) with (2, 3)"));
   }
-  REQUIRE_THROWS_WITH(sg::core::div(i23, i23), Contains("div") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::add(f23, Tensor{}), Contains("undefined tensor"));
+  REQUIRE_THROWS_WITH(sg::kernel::div(i23, i23), Contains("div") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::add(f23, Tensor{}), Contains("undefined tensor"));
 }
 
 // ---------------------------------------------------------------- in place
@@ -426,7 +426,7 @@ TEMPLATE_TEST_CASE("add_ broadcasts src into dst in place", "[core]", float, dou
     const std::vector<T> a = tie_values<T>(sc.a, seed++), b = tie_values<T>(sc.b, seed++);
     Tensor dst = make(a, sc.a);
     const void* before = dst.raw_data();
-    sg::core::add_(dst, make(b, sc.b));
+    sg::kernel::add_(dst, make(b, sc.b));
     CHECK(dst.raw_data() == before);
     check_values<T>(dst, sc.out, naive_binary(a, sc.a, b, sc.b, sc.out, [](double x, double y) { return x + y; }), 0, 0);
   }
@@ -434,20 +434,20 @@ TEMPLATE_TEST_CASE("add_ broadcasts src into dst in place", "[core]", float, dou
 
 TEST_CASE("add_ into a view changes only the viewed part", "[core]") {
   Tensor x = sg::zeros({3, 4}, sg::float64);
-  Tensor row = sg::core::select(x, 1);
-  sg::core::add_(row, sg::from_vector(std::vector<double>{1, 2, 3, 4}, {4}));
+  Tensor row = sg::kernel::select(x, 1);
+  sg::kernel::add_(row, sg::from_vector(std::vector<double>{1, 2, 3, 4}, {4}));
   CHECK(x.to_vector<double>() == std::vector<double>{0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0});
 }
 
 TEST_CASE("add_ errors name both shapes", "[core]") {
   Tensor d3 = sg::zeros({3});
-  REQUIRE_THROWS_WITH(sg::core::add_(d3, sg::zeros({2, 3})),
+  REQUIRE_THROWS_WITH(sg::kernel::add_(d3, sg::zeros({2, 3})),
                       Contains("add_: cannot add a tensor of shape (2, 3) into one of shape (3)"));
   Tensor d41 = sg::zeros({4, 1});
-  REQUIRE_THROWS_WITH(sg::core::add_(d41, sg::zeros({5})), Contains("add_") && Contains("(5)") && Contains("(4, 1)"));
+  REQUIRE_THROWS_WITH(sg::kernel::add_(d41, sg::zeros({5})), Contains("add_") && Contains("(5)") && Contains("(4, 1)"));
   Tensor d23 = sg::zeros({2, 3});
-  REQUIRE_THROWS_WITH(sg::core::add_(d23, sg::zeros({4})), Contains("add_: cannot broadcast (2, 3) with (4)"));
-  REQUIRE_THROWS_WITH(sg::core::add_(d23, sg::zeros({2, 3}, sg::float64)),
+  REQUIRE_THROWS_WITH(sg::kernel::add_(d23, sg::zeros({4})), Contains("add_: cannot broadcast (2, 3) with (4)"));
+  REQUIRE_THROWS_WITH(sg::kernel::add_(d23, sg::zeros({2, 3}, sg::float64)),
                       Contains("add_: dtypes differ: float32 (2, 3) and float64 (2, 3)"));
   CHECK(d23.to_vector<float>() == std::vector<float>(6, 0.0f));  // untouched by the failures
 }
@@ -458,30 +458,30 @@ TEMPLATE_TEST_CASE("scale_ and fill_ in place", "[core]", float, double) {
     INFO(shape);
     const std::vector<T> x = uniform_values<T>(shape, -4, 4, 77);
     Tensor t = make(x, shape);
-    sg::core::scale_(t, -1.5);
+    sg::kernel::scale_(t, -1.5);
     std::vector<double> want(x.size());
     for (size_t i = 0; i < x.size(); ++i) want[i] = static_cast<double>(x[i] * static_cast<T>(-1.5));
     check_values<T>(t, shape, want, 0, 0);
-    sg::core::fill_(t, 0.25);
+    sg::kernel::fill_(t, 0.25);
     check_values<T>(t, shape, std::vector<double>(x.size(), 0.25), 0, 0);
   }
   // On a view, only the view changes.
   Tensor m = make(std::vector<T>{1, 2, 3, 4, 5, 6}, {3, 2});
-  Tensor tail = sg::core::slice(m, 0, 1, 3);
-  sg::core::scale_(tail, 10);
+  Tensor tail = sg::kernel::slice(m, 0, 1, 3);
+  sg::kernel::scale_(tail, 10);
   check_values<T>(m, {3, 2}, {1, 2, 30, 40, 50, 60}, 0, 0);
-  Tensor first = sg::core::select(m, 0);
-  sg::core::fill_(first, -1);
+  Tensor first = sg::kernel::select(m, 0);
+  sg::kernel::fill_(first, -1);
   check_values<T>(m, {3, 2}, {-1, -1, 30, 40, 50, 60}, 0, 0);
 }
 
 TEST_CASE("fill_ on int64, scale_ refuses int64", "[core]") {
   Tensor t = sg::zeros({2, 2}, sg::int64);
-  sg::core::fill_(t, 9);
+  sg::kernel::fill_(t, 9);
   CHECK(t.to_vector<int64_t>() == std::vector<int64_t>(4, 9));
-  sg::core::fill_(t, -3.0);
+  sg::kernel::fill_(t, -3.0);
   CHECK(t.to_vector<int64_t>() == std::vector<int64_t>(4, -3));
-  REQUIRE_THROWS_WITH(sg::core::scale_(t, 2), Contains("scale_") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::scale_(t, 2), Contains("scale_") && Contains("int64"));
 }
 
 TEMPLATE_TEST_CASE("copy_ copies values and checks shape and dtype", "[core]", float, double, int64_t) {
@@ -489,7 +489,7 @@ TEMPLATE_TEST_CASE("copy_ copies values and checks shape and dtype", "[core]", f
   const std::vector<T> src = tie_values<T>({2, 3}, 5);
   Tensor dst = sg::zeros({2, 3}, sg::dtype_of<T>);
   Tensor s = make(src, {2, 3});
-  sg::core::copy_(dst, s);
+  sg::kernel::copy_(dst, s);
   CHECK(dst.to_vector<T>() == src);
   CHECK(dst.raw_data() != s.raw_data());
   s.template data<T>()[0] = T(100);  // the copy is independent
@@ -497,19 +497,19 @@ TEMPLATE_TEST_CASE("copy_ copies values and checks shape and dtype", "[core]", f
 
   // Into a view of a bigger tensor.
   Tensor big = sg::zeros({3, 2, 3}, sg::dtype_of<T>);
-  Tensor mid = sg::core::select(big, 1);
-  sg::core::copy_(mid, dst);
+  Tensor mid = sg::kernel::select(big, 1);
+  sg::kernel::copy_(mid, dst);
   const std::vector<T> all = big.to_vector<T>();
   CHECK(std::vector<T>(all.begin() + 6, all.begin() + 12) == src);
   CHECK(std::vector<T>(all.begin(), all.begin() + 6) == std::vector<T>(6, T(0)));
   CHECK(std::vector<T>(all.begin() + 12, all.end()) == std::vector<T>(6, T(0)));
-  sg::core::copy_(dst, dst);  // self copy is a no-op
+  sg::kernel::copy_(dst, dst);  // self copy is a no-op
   CHECK(dst.to_vector<T>() == src);
 
-  REQUIRE_THROWS_WITH(sg::core::copy_(dst, sg::zeros({3, 2}, sg::dtype_of<T>)),
+  REQUIRE_THROWS_WITH(sg::kernel::copy_(dst, sg::zeros({3, 2}, sg::dtype_of<T>)),
                       Contains("copy_: shapes (2, 3) and (3, 2) differ"));
   const sg::DType other = sg::dtype_of<T> == sg::float32 ? sg::float64 : sg::float32;
-  REQUIRE_THROWS_WITH(sg::core::copy_(dst, sg::zeros({2, 3}, other)),
+  REQUIRE_THROWS_WITH(sg::kernel::copy_(dst, sg::zeros({2, 3}, other)),
                       Contains("copy_: dtypes differ") && Contains(sg::dtype_name(other)) && Contains("(2, 3)"));
 }
 
@@ -529,47 +529,47 @@ TEMPLATE_TEST_CASE("broadcast_to repeats along broadcast axes", "[core]", float,
     std::vector<double> want(static_cast<size_t>(count(to)));
     for (int64_t i = 0; i < count(to); ++i) want[static_cast<size_t>(i)] = static_cast<double>(x[static_cast<size_t>(broadcast_source(i, to, from))]);
     sg::set_num_threads(1);
-    const Tensor one = sg::core::broadcast_to(make(x, from), to);
+    const Tensor one = sg::kernel::broadcast_to(make(x, from), to);
     check_values<T>(one, to, want, 0, 0);
     sg::set_num_threads(2);
-    check_values<T>(sg::core::broadcast_to(make(x, from), to), to, want, 0, 0);
+    check_values<T>(sg::kernel::broadcast_to(make(x, from), to), to, want, 0, 0);
   }
   const Tensor x23 = sg::zeros({2, 3}, sg::dtype_of<T>);
-  REQUIRE_THROWS_WITH(sg::core::broadcast_to(x23, {3}), Contains("broadcast_to: cannot broadcast (2, 3) to (3)"));
-  REQUIRE_THROWS_WITH(sg::core::broadcast_to(x23, {2, 1}), Contains("broadcast_to: cannot broadcast (2, 3) to (2, 1)"));
-  REQUIRE_THROWS_WITH(sg::core::broadcast_to(x23, {4, 3, 3}), Contains("broadcast_to") && Contains("(2, 3)") && Contains("(4, 3, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::broadcast_to(x23, {3}), Contains("broadcast_to: cannot broadcast (2, 3) to (3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::broadcast_to(x23, {2, 1}), Contains("broadcast_to: cannot broadcast (2, 3) to (2, 1)"));
+  REQUIRE_THROWS_WITH(sg::kernel::broadcast_to(x23, {4, 3, 3}), Contains("broadcast_to") && Contains("(2, 3)") && Contains("(4, 3, 3)"));
 }
 
 TEST_CASE("to() converts between every pair of dtypes", "[core]") {
   const std::vector<double> v = {2.7, -2.7, 0.5, -0.5, 3, 1e10, 0.1};
   const Tensor d = sg::from_vector(v, {7});
-  const Tensor f = sg::core::to(d, sg::float32);
+  const Tensor f = sg::kernel::to(d, sg::float32);
   CHECK(f.dtype() == sg::float32);
   CHECK(f.shape() == Shape{7});
   std::vector<float> want_f;
   for (double x : v) want_f.push_back(static_cast<float>(x));
   CHECK(f.to_vector<float>() == want_f);
   // float -> int64 truncates toward zero, as a C++ cast.
-  CHECK(sg::core::to(d, sg::int64).to_vector<int64_t>() == std::vector<int64_t>{2, -2, 0, 0, 3, 10000000000, 0});
-  CHECK(sg::core::to(f, sg::int64).to_vector<int64_t>() == std::vector<int64_t>{2, -2, 0, 0, 3, 10000000000, 0});
+  CHECK(sg::kernel::to(d, sg::int64).to_vector<int64_t>() == std::vector<int64_t>{2, -2, 0, 0, 3, 10000000000, 0});
+  CHECK(sg::kernel::to(f, sg::int64).to_vector<int64_t>() == std::vector<int64_t>{2, -2, 0, 0, 3, 10000000000, 0});
   // float32 -> float64 is exact.
-  const Tensor back = sg::core::to(f, sg::float64);
+  const Tensor back = sg::kernel::to(f, sg::float64);
   std::vector<double> want_d(want_f.begin(), want_f.end());
   CHECK(back.to_vector<double>() == want_d);
   const Tensor i = sg::from_vector(std::vector<int64_t>{-3, 0, 5, int64_t{1} << 40}, {2, 2});
-  CHECK(sg::core::to(i, sg::float64).to_vector<double>() == std::vector<double>{-3, 0, 5, 1099511627776.0});
-  CHECK(sg::core::to(i, sg::float32).shape() == Shape{2, 2});
-  CHECK(sg::core::to(i, sg::float32).to_vector<float>() == std::vector<float>{-3, 0, 5, 1099511627776.0f});
-  CHECK(sg::core::to(sg::zeros({0, 2}), sg::int64).shape() == Shape{0, 2});
+  CHECK(sg::kernel::to(i, sg::float64).to_vector<double>() == std::vector<double>{-3, 0, 5, 1099511627776.0});
+  CHECK(sg::kernel::to(i, sg::float32).shape() == Shape{2, 2});
+  CHECK(sg::kernel::to(i, sg::float32).to_vector<float>() == std::vector<float>{-3, 0, 5, 1099511627776.0f});
+  CHECK(sg::kernel::to(sg::zeros({0, 2}), sg::int64).shape() == Shape{0, 2});
 
   // Same dtype still copies.
-  Tensor same = sg::core::to(d, sg::float64);
+  Tensor same = sg::kernel::to(d, sg::float64);
   CHECK(same.raw_data() != d.raw_data());
   same.data<double>()[0] = 99;
   CHECK(d.data<double>()[0] == 2.7);
 
   // A view converts only its own elements.
-  CHECK(sg::core::to(sg::core::select(i, 1), sg::float64).to_vector<double>() == std::vector<double>{5, 1099511627776.0});
+  CHECK(sg::kernel::to(sg::kernel::select(i, 1), sg::float64).to_vector<double>() == std::vector<double>{5, 1099511627776.0});
 
   // Large, on 1 and 2 threads.
   ThreadCount restore;
@@ -578,9 +578,9 @@ TEST_CASE("to() converts between every pair of dtypes", "[core]") {
   std::vector<int64_t> want_i;
   for (double x : big) want_i.push_back(static_cast<int64_t>(x));
   sg::set_num_threads(1);
-  CHECK(sg::core::to(bt, sg::int64).to_vector<int64_t>() == want_i);
+  CHECK(sg::kernel::to(bt, sg::int64).to_vector<int64_t>() == want_i);
   sg::set_num_threads(2);
-  CHECK(sg::core::to(bt, sg::int64).to_vector<int64_t>() == want_i);
+  CHECK(sg::kernel::to(bt, sg::int64).to_vector<int64_t>() == want_i);
 }
 
 TEMPLATE_TEST_CASE("unary ops give the same results on 1 and 2 threads", "[core]", float, double) {
@@ -598,7 +598,7 @@ TEMPLATE_TEST_CASE("unary ops give the same results on 1 and 2 threads", "[core]
   }
 }
 
-// core/vecmath.hpp: the vectorisable float exp behind softmax and core::exp.
+// core/kernels/vecmath.hpp: the vectorisable float exp behind softmax and kernel::exp.
 TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[elementwise]") {
   double worst = 0;
   float worst_x = 0;
@@ -606,7 +606,7 @@ TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[el
   for (int64_t i = -104 * 1024; i <= 89 * 1024; ++i) {
     const float x = static_cast<float>(i) / 1024.0f;
     const double want = std::exp(static_cast<double>(x));
-    const double got = sg::core::exp_fast(x);
+    const double got = sg::kernel::exp_fast(x);
     if (want > std::numeric_limits<float>::max()) {
       REQUIRE(std::isinf(got));
     } else if (want < std::numeric_limits<float>::min()) {
@@ -619,30 +619,30 @@ TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[el
   INFO("worst relative error " << worst << " at x = " << worst_x);
   REQUIRE(worst < 2e-7);
   const float inf = std::numeric_limits<float>::infinity();
-  REQUIRE(sg::core::exp_fast(0.0f) == 1.0f);
-  REQUIRE(sg::core::exp_fast(-inf) == 0.0f);
-  REQUIRE(sg::core::exp_fast(-1e6f) == 0.0f);  // masked attention scores
-  REQUIRE(std::isinf(sg::core::exp_fast(inf)));
-  REQUIRE(std::isinf(sg::core::exp_fast(1e6f)));
-  REQUIRE(std::isnan(sg::core::exp_fast(std::numeric_limits<float>::quiet_NaN())));
+  REQUIRE(sg::kernel::exp_fast(0.0f) == 1.0f);
+  REQUIRE(sg::kernel::exp_fast(-inf) == 0.0f);
+  REQUIRE(sg::kernel::exp_fast(-1e6f) == 0.0f);  // masked attention scores
+  REQUIRE(std::isinf(sg::kernel::exp_fast(inf)));
+  REQUIRE(std::isinf(sg::kernel::exp_fast(1e6f)));
+  REQUIRE(std::isnan(sg::kernel::exp_fast(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST_CASE("exp_flush is exp_fast down to e^-87 and 0 below it, never subnormal", "[elementwise]") {
   for (int64_t i = -110 * 1024; i <= 89 * 1024; ++i) {
     const float x = static_cast<float>(i) / 1024.0f;
-    const float got = sg::core::exp_flush(x);
+    const float got = sg::kernel::exp_flush(x);
     INFO("x = " << x);
     if (x >= -87.0f) {
-      REQUIRE(got == sg::core::exp_fast(x));
+      REQUIRE(got == sg::kernel::exp_fast(x));
       REQUIRE((std::isinf(got) || got >= std::numeric_limits<float>::min()));
     } else {
       REQUIRE(got == 0.0f);
     }
   }
   const float inf = std::numeric_limits<float>::infinity();
-  REQUIRE(sg::core::exp_flush(-inf) == 0.0f);
-  REQUIRE(sg::core::exp_flush(-1e6f) == 0.0f);
-  REQUIRE(std::isinf(sg::core::exp_flush(inf)));
-  REQUIRE(std::isnan(sg::core::exp_flush(std::numeric_limits<float>::quiet_NaN())));
-  REQUIRE(sg::core::exp_flush(-87.5) == std::exp(-87.5));  // float64 is std::exp, nothing flushed
+  REQUIRE(sg::kernel::exp_flush(-inf) == 0.0f);
+  REQUIRE(sg::kernel::exp_flush(-1e6f) == 0.0f);
+  REQUIRE(std::isinf(sg::kernel::exp_flush(inf)));
+  REQUIRE(std::isnan(sg::kernel::exp_flush(std::numeric_limits<float>::quiet_NaN())));
+  REQUIRE(sg::kernel::exp_flush(-87.5) == std::exp(-87.5));  // float64 is std::exp, nothing flushed
 }

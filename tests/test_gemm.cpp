@@ -1,5 +1,5 @@
 // GEMM wrapper, batched GEMM and matmul against naive loops written here.
-// Shapes are chosen to go through every path in core/gemm.cpp: the
+// Shapes are chosen to go through every path in core/kernels/gemm.cpp: the
 // register-blocked kernel (tiles of 16 x 16, 8 x 32 and the 4, 2 and 1 row
 // remainders, narrow last panels, depth blocks past k = 256, row blocks past
 // m = 128, one thread and several), BLIS (n and k both over 1024), and the
@@ -105,7 +105,7 @@ void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad
       else if (beta == 0) c[i * ldc + j] = std::numeric_limits<T>::quiet_NaN();  // must be overwritten
   std::vector<double> ref, scale;
   naive_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc, ref, scale);
-  sg::core::gemm<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, b.data(), ldb, T(beta), c.data(),
+  sg::kernel::gemm<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, b.data(), ldb, T(beta), c.data(),
                     ldc);
   check_close(c.data(), m, n, ldc, ref, scale, pad);
 }
@@ -129,46 +129,46 @@ TEMPLATE_TEST_CASE("gemm edge sizes: k = 0, alpha = 0, empty C", "[gemm]", float
   const T nan = std::numeric_limits<T>::quiet_NaN();
   std::vector<T> c(6, nan);
   // k == 0 with beta == 0: C becomes zeros, NaN garbage included.
-  sg::core::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(0), c.data(), 3);
+  sg::kernel::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(0), c.data(), 3);
   for (T x : c) REQUIRE(x == T(0));
   // k == 0 with beta == 2: C doubles.
   std::fill(c.begin(), c.end(), T(1.5));
-  sg::core::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(2), c.data(), 3);
+  sg::kernel::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(2), c.data(), 3);
   for (T x : c) REQUIRE(x == T(3));
   // alpha == 0: A and B are not read (NaN there does not leak into C).
   std::vector<T> a(6, nan), b(9, nan);
-  sg::core::gemm<T>(false, false, 2, 3, 3, T(0), a.data(), 3, b.data(), 3, T(1), c.data(), 3);
+  sg::kernel::gemm<T>(false, false, 2, 3, 3, T(0), a.data(), 3, b.data(), 3, T(1), c.data(), 3);
   for (T x : c) REQUIRE(x == T(3));
   // m == 0 or n == 0: nothing to do, null pointers allowed.
-  sg::core::gemm<T>(false, false, 0, 3, 4, T(1), nullptr, 4, nullptr, 3, T(0), nullptr, 3);
-  sg::core::gemm<T>(true, true, 2, 0, 4, T(1), nullptr, 2, nullptr, 4, T(0), nullptr, 1);
+  sg::kernel::gemm<T>(false, false, 0, 3, 4, T(1), nullptr, 4, nullptr, 3, T(0), nullptr, 3);
+  sg::kernel::gemm<T>(true, true, 2, 0, 4, T(1), nullptr, 2, nullptr, 4, T(0), nullptr, 1);
 }
 
 TEST_CASE("gemm rejects bad sizes, leading dimensions and null pointers", "[gemm]") {
   std::vector<float> a(100), b(100), c(100);
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(false, false, -1, 2, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 2),
+      sg::kernel::gemm<float>(false, false, -1, 2, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 2),
       Catch::Contains("gemm: sizes must not be negative") && Catch::Contains("m=-1, n=2, k=3"));
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, b.data(), 4, 0.f, c.data(), 4),
+      sg::kernel::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, b.data(), 4, 0.f, c.data(), 4),
       Catch::Contains("gemm: lda must be at least 3") && Catch::Contains("m=2, n=4, k=3"));
   // Transposed A is stored (k, m): its rows hold m = 5 values.
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(true, false, 5, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 4),
+      sg::kernel::gemm<float>(true, false, 5, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 4),
       Catch::Contains("gemm: lda must be at least 5") && Catch::Contains("A transposed"));
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(false, true, 2, 4, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 4),
+      sg::kernel::gemm<float>(false, true, 2, 4, 3, 1.f, a.data(), 3, b.data(), 2, 0.f, c.data(), 4),
       Catch::Contains("gemm: ldb must be at least 3"));
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 3),
+      sg::kernel::gemm<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 3),
       Catch::Contains("gemm: ldc must be at least 4"));
   REQUIRE_THROWS_WITH(
-      sg::core::gemm<float>(false, false, 2, 4, 3, 1.f, nullptr, 3, b.data(), 4, 0.f, c.data(), 4),
+      sg::kernel::gemm<float>(false, false, 2, 4, 3, 1.f, nullptr, 3, b.data(), 4, 0.f, c.data(), 4),
       Catch::Contains("gemm: A is null"));
-  REQUIRE_THROWS_WITH(sg::core::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, 6,
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, 6,
                                                     b.data(), 4, 12, 0.f, c.data(), 4, 4, 3),
                       Catch::Contains("gemm_batched: stride_c=4") && Catch::Contains("overlap"));
-  REQUIRE_THROWS_WITH(sg::core::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, -6,
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_batched<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, -6,
                                                     b.data(), 4, 12, 0.f, c.data(), 4, 8, 3),
                       Catch::Contains("gemm_batched: batch and strides must not be negative"));
 }
@@ -193,7 +193,7 @@ void check_batched(bool ta, bool tb, Dims d, int64_t batch, bool share_a, bool s
     for (int64_t r = 0; r < m; ++r) c[i * stride_c + r * ldc + n] = pad;
   const auto c0 = c;
   const double alpha = 1.25;
-  sg::core::gemm_batched<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, stride_a, b.data(), ldb,
+  sg::kernel::gemm_batched<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, stride_a, b.data(), ldb,
                             stride_b, T(beta), c.data(), ldc, stride_c, batch);
   std::vector<double> ref, scale;
   for (int64_t i = 0; i < batch; ++i) {
@@ -264,17 +264,17 @@ TEMPLATE_TEST_CASE("gemm_grid: attention's heads read and written in place match
         // Stored A is (ta ? k : m) x (ta ? m : k) per head; likewise B.
         const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
         const int64_t lda = H * a_cols, ldb = H * b_cols;
-        const sg::core::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
+        const sg::kernel::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
         const int64_t ldc = c_by_columns ? H * n : n;
-        const sg::core::GridStrides sc = c_by_columns ? sg::core::GridStrides{m * ldc, n}
-                                                      : sg::core::GridStrides{H * m * n, m * n};
+        const sg::kernel::GridStrides sc = c_by_columns ? sg::kernel::GridStrides{m * ldc, n}
+                                                      : sg::kernel::GridStrides{H * m * n, m * n};
         const auto a = random_values<T>(cs.batch * sa.outer, 11);
         const auto b = random_values<T>(cs.batch * sb.outer, 12);
         auto c = random_values<T>(cs.batch * H * m * n + 3, 13);  // 3 past the end stay untouched
         const auto c0 = c;
         const double alpha = 0.75, beta = t == 3 ? 1.0 : 0.0;
         sg::set_num_threads(cs.threads);
-        sg::core::gemm_grid<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, sa, b.data(), ldb, sb,
+        sg::kernel::gemm_grid<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, sa, b.data(), ldb, sb,
                                T(beta), c.data(), ldc, sc, cs.batch, H);
         sg::set_num_threads(before);
         std::vector<double> ref, scale;
@@ -297,20 +297,20 @@ TEMPLATE_TEST_CASE("gemm_grid: attention's heads read and written in place match
 
 TEST_CASE("gemm_grid refuses outputs that overlap and negative strides", "[gemm]") {
   std::vector<float> a(64), b(64), c(64);
-  using G = sg::core::GridStrides;
+  using G = sg::kernel::GridStrides;
   // Two 2 x 4 outputs side by side need rows of at least 8; ldc = 6 overlaps.
-  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{0, 6},
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{0, 6},
                                                  b.data(), 4, G{0, 12}, 0.f, c.data(), 6, G{0, 4}, 1, 2),
                       Catch::Contains("gemm_grid: the 2 inner outputs of (2, 4) with ldc=6 overlap"));
   // Side by side with ldc = 8: fine; two outer blocks 10 apart overlap (one spans 8 + 4 + 4 = 16).
-  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{6, 6},
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{6, 6},
                                                  b.data(), 4, G{12, 12}, 0.f, c.data(), 8, G{10, 4}, 2, 2),
                       Catch::Contains("gemm_grid: outer stride 10") && Catch::Contains("at least 16"));
-  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{-1, 0},
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 3, G{-1, 0},
                                                  b.data(), 4, G{0, 0}, 0.f, c.data(), 8, G{16, 8}, 2, 1),
                       Catch::Contains("gemm_grid: grid sizes and strides must not be negative") &&
                           Catch::Contains("strides a {-1, 0}"));
-  REQUIRE_THROWS_WITH(sg::core::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, G{},
+  REQUIRE_THROWS_WITH(sg::kernel::gemm_grid<float>(false, false, 2, 4, 3, 1.f, a.data(), 2, G{},
                                                  b.data(), 4, G{}, 0.f, c.data(), 4, G{8, 0}, 2, 1),
                       Catch::Contains("gemm_grid: lda must be at least 3"));
 }
@@ -325,7 +325,7 @@ TEST_CASE("gemm inside an OpenMP region runs on one thread and stays correct", "
   std::vector<std::vector<double>> outs(4, std::vector<double>(d.m * d.n));
 #pragma omp parallel for num_threads(2)
   for (int t = 0; t < 4; ++t)
-    sg::core::gemm<double>(false, false, d.m, d.n, d.k, 1.0, a.data(), d.k, b.data(), d.n, 0.0,
+    sg::kernel::gemm<double>(false, false, d.m, d.n, d.k, 1.0, a.data(), d.k, b.data(), d.n, 0.0,
                            outs[t].data(), d.n);
   for (const auto& c : outs) check_close(c.data(), d.m, d.n, d.n, ref, scale, 0.0);
 }
@@ -394,7 +394,7 @@ void check_matmul(const sg::Shape& sa, const sg::Shape& sb, bool ta, bool tb, sg
   INFO("a " << sg::detail::cat(sa) << (ta ? "ᵀ" : "") << " by b " << sg::detail::cat(sb)
              << (tb ? "ᵀ" : "") << " " << dtype);
   const sg::Tensor a = random_tensor(sa, dtype, 11), b = random_tensor(sb, dtype, 12);
-  const sg::Tensor c = sg::core::matmul(a, b, ta, tb);
+  const sg::Tensor c = sg::kernel::matmul(a, b, ta, tb);
   sg::Shape want_shape;
   const auto want = naive_matmul(a, b, ta, tb, want_shape);
   REQUIRE(c.shape() == want_shape);
@@ -441,7 +441,7 @@ TEST_CASE("matmul: 2-D, batched, broadcast batches, transposes", "[gemm]") {
     for (sg::DType dtype : {sg::float32, sg::float64}) check_matmul(cs.a, cs.b, cs.ta, cs.tb, dtype);
 
   // The broadcast example, spelled out.
-  const sg::Tensor c = sg::core::matmul(sg::zeros({2, 1, 3, 4}), sg::zeros({5, 4, 6}));
+  const sg::Tensor c = sg::kernel::matmul(sg::zeros({2, 1, 3, 4}), sg::zeros({5, 4, 6}));
   REQUIRE(c.shape() == sg::Shape{2, 5, 3, 6});
 }
 
@@ -465,9 +465,9 @@ TEST_CASE("matmul results do not depend on the thread count", "[gemm]") {
     const sg::Tensor a = random_tensor(cs.a, sg::float32, 21);
     const sg::Tensor b = random_tensor(cs.b, sg::float32, 22);
     sg::set_num_threads(1);
-    const auto one = sg::core::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
+    const auto one = sg::kernel::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
     sg::set_num_threads(2);
-    const auto two = sg::core::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
+    const auto two = sg::kernel::matmul(a, b, cs.ta, cs.tb).to_vector<float>();
     REQUIRE(one == two);
   }
   sg::set_num_threads(before);
@@ -478,24 +478,24 @@ TEST_CASE("matmul results do not depend on the thread count", "[gemm]") {
 
 TEST_CASE("matmul error messages name the op and every shape", "[gemm]") {
   using Catch::Contains;
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({4, 5})),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({2, 3}), sg::zeros({4, 5})),
                       "matmul: cannot multiply (2, 3) by (4, 5): inner dimensions 3 and 4 differ");
   REQUIRE_THROWS_WITH(
-      sg::core::matmul(sg::zeros({2, 3}), sg::zeros({4, 5}), false, true),
+      sg::kernel::matmul(sg::zeros({2, 3}), sg::zeros({4, 5}), false, true),
       "matmul: cannot multiply (2, 3) by (4, 5)ᵀ: inner dimensions 3 and 5 differ");
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({7, 2, 3}), sg::zeros({3, 4}), true, false),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({7, 2, 3}), sg::zeros({3, 4}), true, false),
                       Contains("(7, 2, 3)ᵀ by (3, 4): inner dimensions 2 and 3 differ"));
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3, 5, 6}), sg::zeros({4, 6, 7})),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({2, 3, 5, 6}), sg::zeros({4, 6, 7})),
                       Contains("matmul: batch dimensions (2, 3) and (4) do not broadcast") &&
                           Contains("(2, 3, 5, 6) by (4, 6, 7)"));
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({3}), sg::zeros({3, 4})),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({3}), sg::zeros({3, 4})),
                       Contains("matmul: needs tensors of at least 2 dimensions, got (3) and (3, 4)"));
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({})),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({2, 3}), sg::zeros({})),
                       Contains("at least 2 dimensions") && Contains("()"));
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}, sg::int64), sg::zeros({3, 4}, sg::int64)),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({2, 3}, sg::int64), sg::zeros({3, 4}, sg::int64)),
                       Contains("matmul: needs float32 or float64 tensors") &&
                           Contains("(2, 3) int64"));
-  REQUIRE_THROWS_WITH(sg::core::matmul(sg::zeros({2, 3}), sg::zeros({3, 4}, sg::float64)),
+  REQUIRE_THROWS_WITH(sg::kernel::matmul(sg::zeros({2, 3}), sg::zeros({3, 4}, sg::float64)),
                       Contains("matmul: dtypes differ: (2, 3) is float32 and (3, 4) is float64"));
 }
 

@@ -273,7 +273,7 @@ TEST_CASE("state_dict and load_state_dict round trip", "[nn][module]") {
   // state_dict() hands out the live parameters; loading copies their values.
   sg::nn::StateDict live = a.state_dict();
   REQUIRE(live.at("W_q.weight").is_same(a.W_q->weight));
-  sg::core::fill_(live.at("W_q.weight"), 0.5);
+  sg::kernel::fill_(live.at("W_q.weight"), 0.5);
   REQUIRE(a.W_q->weight.to_vector<float>()[0] == 0.5f);
   REQUIRE(b.W_q->weight.to_vector<float>()[0] != 0.5f);
 }

@@ -336,10 +336,10 @@ TEST_CASE("The pre-norm block keeps the residual path an identity", "[nn][positi
   for (bool pre_norm : {true, false}) {
     sg::nn::TransformerEncoderBlock block(8, 12, 2, 0.0, false, false, {}, pre_norm);
     block.to(sg::float64);
-    sg::core::fill_(block.attention->W_o->weight, 0);
-    sg::core::fill_(block.ffn->dense2->weight, 0);
-    sg::core::fill_(block.ffn->dense2->bias, 0);
-    const double change = sg::core::max(sg::core::abs(sg::core::sub(block.forward(X), X))).item<double>();
+    sg::kernel::fill_(block.attention->W_o->weight, 0);
+    sg::kernel::fill_(block.ffn->dense2->weight, 0);
+    sg::kernel::fill_(block.ffn->dense2->bias, 0);
+    const double change = sg::kernel::max(sg::kernel::abs(sg::kernel::sub(block.forward(X), X))).item<double>();
     INFO("pre_norm " << pre_norm << ", largest change " << change);
     if (pre_norm) REQUIRE(change == 0.0);
     else REQUIRE(change > 0.1);

@@ -41,15 +41,15 @@ std::optional<std::vector<double>> grad_q(int k) {
 }
 
 Tensor make(const std::vector<double>& v, const Shape& shape, DType dtype) {
-  Tensor t = core::to(from_vector(v, shape), dtype);
+  Tensor t = kernel::to(from_vector(v, shape), dtype);
   t.set_requires_grad(true);
   return t;
 }
 
 // Gives p and q the gradients of step k (q none on some steps).
 void set_grads(Tensor& p, Tensor& q, int k) {
-  p.set_grad(core::to(from_vector(grad_p(k), {2, 3}), p.dtype()));
-  if (auto g = grad_q(k)) q.set_grad(core::to(from_vector(*g, {3}), q.dtype()));
+  p.set_grad(kernel::to(from_vector(grad_p(k), {2, 3}), p.dtype()));
+  if (auto g = grad_q(k)) q.set_grad(kernel::to(from_vector(*g, {3}), q.dtype()));
 }
 
 // Runs steps [first, last) of the fixed schedule of gradients.

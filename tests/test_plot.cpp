@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "examples/plot.hpp"
+#include "nn/plot.hpp"
 
 namespace {
 size_t count(const std::string& s, const std::string& what) {
@@ -15,10 +15,10 @@ size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("line_svg draws one polyline per series with axes labels and a legend", "[plot]") {
-  plot::LineOptions o;
+  sg::plot::LineOptions o;
   o.xlabel = "Row (position)";
   o.ylabel = "value <y>";
-  const std::string svg = plot::line_svg({{"Col 6", {0, 1, 2}, {0, 0.5, 1}}, {"Col 7", {0, 1, 2}, {1, 0, -1}}}, o);
+  const std::string svg = sg::plot::line_svg({{"Col 6", {0, 1, 2}, {0, 0.5, 1}}, {"Col 7", {0, 1, 2}, {1, 0, -1}}}, o);
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(count(svg, "<polyline") == 2);
@@ -31,23 +31,23 @@ TEST_CASE("line_svg draws one polyline per series with axes labels and a legend"
 }
 
 TEST_CASE("line_svg rejects series whose x and y differ in length", "[plot]") {
-  REQUIRE_THROWS_WITH(plot::line_svg({{"bad", {0, 1}, {0}}}, {}), Catch::Contains("'bad'"));
+  REQUIRE_THROWS_WITH(sg::plot::line_svg({{"bad", {0, 1}, {0}}}, {}), Catch::Contains("'bad'"));
 }
 
 TEST_CASE("heatmap_svg colours every cell and draws a colour scale", "[plot]") {
-  plot::HeatmapOptions o;
+  sg::plot::HeatmapOptions o;
   o.xlabel = "Column (encoding dimension)";
-  const std::string svg = plot::heatmap_svg({{0, 0.5, 1}, {1, 0.5, 0}}, o);
+  const std::string svg = sg::plot::heatmap_svg({{0, 0.5, 1}, {1, 0.5, 0}}, o);
   // 6 cells + 50 colour-bar bands + background + 2 frames
   CHECK(count(svg, "<rect") == 6 + 50 + 1 + 2);
   CHECK(svg.find("#f7fbff") != std::string::npos);  // the lowest value, lightest blue
   CHECK(svg.find("#08306b") != std::string::npos);  // the highest, darkest
   CHECK(svg.find(">Column (encoding dimension)<") != std::string::npos);
-  REQUIRE_THROWS_WITH(plot::heatmap_svg({{0, 1}, {0}}, o), Catch::Contains("different lengths"));
+  REQUIRE_THROWS_WITH(sg::plot::heatmap_svg({{0, 1}, {0}}, o), Catch::Contains("different lengths"));
 }
 
 TEST_CASE("ticks are round numbers covering the range", "[plot]") {
-  const auto t = plot::detail::ticks(0, 59);
+  const auto t = sg::plot::detail::ticks(0, 59);
   REQUIRE(t.size() >= 3);
   CHECK(t.front() == 0);
   CHECK(t[1] == 20);  // about 5 ticks over 59: a step of 20, not 11.8

@@ -1,4 +1,4 @@
-// Reductions (core/reduce.cpp) against naive loops written here: every input
+// Reductions (core/kernels/reduce.cpp) against naive loops written here: every input
 // element is visited in row-major order, its multi-index is mapped to the
 // output element it belongs to, and sums, maxima and first argmaxes are
 // accumulated there.
@@ -136,10 +136,10 @@ TEMPLATE_TEST_CASE("sum, mean, max and argmax along every axis match naive loops
         for (bool keepdim : {false, true}) {
           INFO("keepdim " << keepdim);
           const Shape out = keepdim ? keep_shape(shape, a) : r.shape;
-          check_values<T>(sg::core::sum(t, axis, keepdim), out, r.sum, 0, tol);
-          check_values<T>(sg::core::mean(t, axis, keepdim), out, mean, 0, tol);
-          check_values<T>(sg::core::max(t, axis, keepdim), out, r.max, 0, 0);
-          check_values<int64_t>(sg::core::argmax(t, axis, keepdim), out, as_double(r.argmax), 0, 0);
+          check_values<T>(sg::kernel::sum(t, axis, keepdim), out, r.sum, 0, tol);
+          check_values<T>(sg::kernel::mean(t, axis, keepdim), out, mean, 0, tol);
+          check_values<T>(sg::kernel::max(t, axis, keepdim), out, r.max, 0, 0);
+          check_values<int64_t>(sg::kernel::argmax(t, axis, keepdim), out, as_double(r.argmax), 0, 0);
         }
       }
       CHECK(t.to_vector<T>() == x);  // inputs untouched
@@ -167,12 +167,12 @@ TEST_CASE("int64 sum, max and argmax along every axis, and int64 mean throws", "
         idx.erase(idx.begin() + a);
         sum[static_cast<size_t>(ravel(idx, out))] += x[static_cast<size_t>(flat)];
       }
-      CHECK(sg::core::sum(t, axis).to_vector<int64_t>() == sum);
-      CHECK(sg::core::sum(t, axis).dtype() == sg::int64);
-      CHECK(sg::core::sum(t, axis, true).shape() == keep_shape(shape, a));
+      CHECK(sg::kernel::sum(t, axis).to_vector<int64_t>() == sum);
+      CHECK(sg::kernel::sum(t, axis).dtype() == sg::int64);
+      CHECK(sg::kernel::sum(t, axis, true).shape() == keep_shape(shape, a));
       const Reduced r = naive_reduce(x, shape, a);
-      check_values<int64_t>(sg::core::argmax(t, axis), out, as_double(r.argmax), 0, 0);
-      std::vector<int64_t> mx = sg::core::max(t, axis).to_vector<int64_t>();
+      check_values<int64_t>(sg::kernel::argmax(t, axis), out, as_double(r.argmax), 0, 0);
+      std::vector<int64_t> mx = sg::kernel::max(t, axis).to_vector<int64_t>();
       bool same = mx.size() == r.argmax.size();
       for (size_t o = 0; same && o < mx.size(); ++o) {
         // The maximum is the element at the naive argmax.
@@ -184,34 +184,34 @@ TEST_CASE("int64 sum, max and argmax along every axis, and int64 mean throws", "
     }
   }
   const Tensor i = sg::zeros({2, 3}, sg::int64);
-  REQUIRE_THROWS_WITH(sg::core::mean(i, 0), Contains("mean") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::core::mean(i), Contains("mean") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::mean(i, 0), Contains("mean") && Contains("int64"));
+  REQUIRE_THROWS_WITH(sg::kernel::mean(i), Contains("mean") && Contains("int64"));
 }
 
 TEMPLATE_TEST_CASE("max and argmax break ties toward the first maximum", "[core]", float, double, int64_t) {
   using T = TestType;
   const Tensor x = make(std::vector<T>{1, 3, 3, 2, 5, 5, 5, 5, 0, -1, 0, -1}, {3, 4});
-  CHECK(sg::core::argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
-  CHECK(sg::core::argmax(x, -1, true).shape() == Shape{3, 1});
-  CHECK(sg::core::max(x, 1).to_vector<T>() == std::vector<T>{3, 5, 0});
+  CHECK(sg::kernel::argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
+  CHECK(sg::kernel::argmax(x, -1, true).shape() == Shape{3, 1});
+  CHECK(sg::kernel::max(x, 1).to_vector<T>() == std::vector<T>{3, 5, 0});
   // Along axis 0: columns (1,5,0), (3,5,-1), (3,5,0), (2,5,-1).
-  CHECK(sg::core::argmax(x, 0).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(sg::kernel::argmax(x, 0).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1, 1});
   const Tensor y = make(std::vector<T>{2, 7, 2, 7, 1, 7}, {3, 2});
-  CHECK(sg::core::argmax(y, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  CHECK(sg::kernel::argmax(y, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
   const Tensor all_same = make(std::vector<T>(9, T(4)), {9});
-  CHECK(sg::core::argmax(all_same, 0).item<int64_t>() == 0);
-  CHECK(sg::core::argmax(x, 0).dtype() == sg::int64);
+  CHECK(sg::kernel::argmax(all_same, 0).item<int64_t>() == 0);
+  CHECK(sg::kernel::argmax(x, 0).dtype() == sg::int64);
 }
 
 TEMPLATE_TEST_CASE("max and argmax treat NaN as the maximum", "[core]", float, double) {
   using T = TestType;
   const T nan = std::numeric_limits<T>::quiet_NaN();
   const Tensor x = make(std::vector<T>{1, nan, 3, 4, 5, nan}, {2, 3});
-  const std::vector<T> m = sg::core::max(x, 1).template to_vector<T>();
+  const std::vector<T> m = sg::kernel::max(x, 1).template to_vector<T>();
   CHECK(std::isnan(m[0]));
   CHECK(std::isnan(m[1]));
-  CHECK(sg::core::argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 2});
-  CHECK(std::isnan(sg::core::max(x).template item<T>()));
+  CHECK(sg::kernel::argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 2});
+  CHECK(std::isnan(sg::kernel::max(x).template item<T>()));
 }
 
 // ---------------------------------------------------------------- over everything
@@ -226,20 +226,20 @@ TEMPLATE_TEST_CASE("sum, mean and max over every element", "[core]", float, doub
     for (T v : x) sum += v, mx = std::max(mx, static_cast<double>(v));
     const Tensor t = make(x, shape);
     const int64_t n = count(shape);
-    check_values<T>(sg::core::sum(t), {}, {sum}, 0, sum_tol<T>(n, 3));
-    check_values<T>(sg::core::mean(t), {}, {sum / static_cast<double>(n)}, 0, sum_tol<T>(n, 3) / static_cast<double>(n));
-    check_values<T>(sg::core::max(t), {}, {mx}, 0, 0);
+    check_values<T>(sg::kernel::sum(t), {}, {sum}, 0, sum_tol<T>(n, 3));
+    check_values<T>(sg::kernel::mean(t), {}, {sum / static_cast<double>(n)}, 0, sum_tol<T>(n, 3) / static_cast<double>(n));
+    check_values<T>(sg::kernel::max(t), {}, {mx}, 0, 0);
   }
   // float32 sums in blocks, so 100k positive values keep ~1e-6 relative accuracy.
   const std::vector<T> pos = uniform_values<T>({100000}, 0.5, 1.5, 9);
   double want = 0;
   for (T v : pos) want += v;
-  CHECK(sg::core::sum(make(pos, {100000})).template item<double>() == Approx(want).epsilon(1e-6));
+  CHECK(sg::kernel::sum(make(pos, {100000})).template item<double>() == Approx(want).epsilon(1e-6));
 
   const Tensor empty = make(std::vector<T>{}, {2, 0});
-  check_values<T>(sg::core::sum(empty), {}, {0}, 0, 0);
-  REQUIRE_THROWS_WITH(sg::core::mean(empty), Contains("mean: tensor of shape (2, 0) is empty"));
-  REQUIRE_THROWS_WITH(sg::core::max(empty), Contains("max: tensor of shape (2, 0) is empty"));
+  check_values<T>(sg::kernel::sum(empty), {}, {0}, 0, 0);
+  REQUIRE_THROWS_WITH(sg::kernel::mean(empty), Contains("mean: tensor of shape (2, 0) is empty"));
+  REQUIRE_THROWS_WITH(sg::kernel::max(empty), Contains("max: tensor of shape (2, 0) is empty"));
 }
 
 TEST_CASE("int64 sum and max over every element are exact", "[core]") {
@@ -248,38 +248,38 @@ TEST_CASE("int64 sum and max over every element are exact", "[core]") {
   int64_t sum = 0, mx = x[0];
   for (int64_t v : x) sum += v, mx = std::max(mx, v);
   const Tensor t = sg::from_vector(x, {50001});
-  CHECK(sg::core::sum(t).item<int64_t>() == sum);
-  CHECK(sg::core::sum(t).dtype() == sg::int64);
-  CHECK(sg::core::max(t).item<int64_t>() == mx);
-  CHECK(sg::core::sum(sg::zeros({0}, sg::int64)).item<int64_t>() == 0);
+  CHECK(sg::kernel::sum(t).item<int64_t>() == sum);
+  CHECK(sg::kernel::sum(t).dtype() == sg::int64);
+  CHECK(sg::kernel::max(t).item<int64_t>() == mx);
+  CHECK(sg::kernel::sum(sg::zeros({0}, sg::int64)).item<int64_t>() == 0);
 }
 
 // ---------------------------------------------------------------- errors and empty axes
 
 TEST_CASE("reductions along an out-of-range axis name the op, axis and shape", "[core]") {
   const Tensor x = sg::zeros({2, 3});
-  REQUIRE_THROWS_WITH(sg::core::sum(x, 2), Contains("sum: axis 2 out of range for a tensor of shape (2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::sum(x, -3), Contains("sum: axis -3 out of range for a tensor of shape (2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::mean(x, 5, true), Contains("mean: axis 5 out of range") && Contains("(2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::max(x, -4), Contains("max: axis -4 out of range") && Contains("(2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::argmax(x, 2), Contains("argmax: axis 2 out of range") && Contains("(2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::sum(sg::scalar(1), 0), Contains("sum: axis 0 out of range for a tensor of shape ()"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum(x, 2), Contains("sum: axis 2 out of range for a tensor of shape (2, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum(x, -3), Contains("sum: axis -3 out of range for a tensor of shape (2, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::mean(x, 5, true), Contains("mean: axis 5 out of range") && Contains("(2, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::max(x, -4), Contains("max: axis -4 out of range") && Contains("(2, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::argmax(x, 2), Contains("argmax: axis 2 out of range") && Contains("(2, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum(sg::scalar(1), 0), Contains("sum: axis 0 out of range for a tensor of shape ()"));
 }
 
 TEST_CASE("reductions along an empty axis: sum gives zeros, the rest throw", "[core]") {
   const Tensor x = sg::zeros({2, 0});
-  CHECK(sg::core::sum(x, 1).to_vector<float>() == std::vector<float>{0, 0});
-  CHECK(sg::core::sum(x, 1, true).shape() == Shape{2, 1});
-  CHECK(sg::core::sum(x, 0).shape() == Shape{0});
-  REQUIRE_THROWS_WITH(sg::core::max(x, 1), Contains("max: axis 1 of shape (2, 0) is empty"));
-  REQUIRE_THROWS_WITH(sg::core::argmax(x, -1), Contains("argmax: axis 1 of shape (2, 0) is empty"));
-  REQUIRE_THROWS_WITH(sg::core::mean(x, 1), Contains("mean: axis 1 of shape (2, 0) is empty"));
+  CHECK(sg::kernel::sum(x, 1).to_vector<float>() == std::vector<float>{0, 0});
+  CHECK(sg::kernel::sum(x, 1, true).shape() == Shape{2, 1});
+  CHECK(sg::kernel::sum(x, 0).shape() == Shape{0});
+  REQUIRE_THROWS_WITH(sg::kernel::max(x, 1), Contains("max: axis 1 of shape (2, 0) is empty"));
+  REQUIRE_THROWS_WITH(sg::kernel::argmax(x, -1), Contains("argmax: axis 1 of shape (2, 0) is empty"));
+  REQUIRE_THROWS_WITH(sg::kernel::mean(x, 1), Contains("mean: axis 1 of shape (2, 0) is empty"));
   // Reducing a non-empty axis of a tensor that is empty elsewhere.
-  CHECK(sg::core::max(x, 0).shape() == Shape{0});
-  CHECK(sg::core::argmax(sg::zeros({0, 3}), 1).shape() == Shape{0});
-  CHECK(sg::core::sum(sg::zeros({0, 3}, sg::float64), 0).to_vector<double>() == std::vector<double>{0, 0, 0});
-  CHECK(sg::core::sum(sg::zeros({2, 3, 0}), 1).shape() == Shape{2, 0});
-  CHECK(sg::core::mean(sg::zeros({2, 3, 0}), 1, true).shape() == Shape{2, 1, 0});
+  CHECK(sg::kernel::max(x, 0).shape() == Shape{0});
+  CHECK(sg::kernel::argmax(sg::zeros({0, 3}), 1).shape() == Shape{0});
+  CHECK(sg::kernel::sum(sg::zeros({0, 3}, sg::float64), 0).to_vector<double>() == std::vector<double>{0, 0, 0});
+  CHECK(sg::kernel::sum(sg::zeros({2, 3, 0}), 1).shape() == Shape{2, 0});
+  CHECK(sg::kernel::mean(sg::zeros({2, 3, 0}), 1, true).shape() == Shape{2, 1, 0});
 }
 
 // ---------------------------------------------------------------- sum_to
@@ -300,7 +300,7 @@ TEMPLATE_TEST_CASE("sum_to reverses broadcasting", "[core]", float, double, int6
     INFO(from << " -> " << to);
     const std::vector<T> x = tie_values<T>(from, seed++);
     const Tensor t = make(x, from);
-    check_values<T>(sg::core::sum_to(t, to), to, naive_sum_to(x, from, to), 0, 0);
+    check_values<T>(sg::kernel::sum_to(t, to), to, naive_sum_to(x, from, to), 0, 0);
   }
 }
 
@@ -315,22 +315,22 @@ TEMPLATE_TEST_CASE("sum_to on large inputs (the parallel path)", "[core]", float
     const std::vector<T> x = uniform_values<T>(from, -1, 1, seed++);
     const Tensor t = make(x, from);
     sg::set_num_threads(1);
-    const Tensor one = sg::core::sum_to(t, to);
+    const Tensor one = sg::kernel::sum_to(t, to);
     check_values<T>(one, to, naive_sum_to(x, from, to), 0, sum_tol<T>(count(from) / count(to), 1));
     sg::set_num_threads(2);
-    CHECK(sg::core::sum_to(t, to).template to_vector<T>() == one.template to_vector<T>());
+    CHECK(sg::kernel::sum_to(t, to).template to_vector<T>() == one.template to_vector<T>());
   }
 }
 
 TEST_CASE("sum_to errors name both shapes", "[core]") {
   const Tensor x = sg::zeros({2, 3});
-  REQUIRE_THROWS_WITH(sg::core::sum_to(x, {4}), Contains("sum_to") && Contains("(2, 3)") && Contains("(4)"));
-  REQUIRE_THROWS_WITH(sg::core::sum_to(x, {2}), Contains("sum_to") && Contains("(2, 3)") && Contains("(2)"));
-  REQUIRE_THROWS_WITH(sg::core::sum_to(x, {2, 3, 1}),
+  REQUIRE_THROWS_WITH(sg::kernel::sum_to(x, {4}), Contains("sum_to") && Contains("(2, 3)") && Contains("(4)"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum_to(x, {2}), Contains("sum_to") && Contains("(2, 3)") && Contains("(2)"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum_to(x, {2, 3, 1}),
                       Contains("sum_to: cannot sum a tensor of shape (2, 3) down to (2, 3, 1)"));
-  REQUIRE_THROWS_WITH(sg::core::sum_to(sg::zeros({1, 3}), {2, 3}),
+  REQUIRE_THROWS_WITH(sg::kernel::sum_to(sg::zeros({1, 3}), {2, 3}),
                       Contains("sum_to: cannot sum a tensor of shape (1, 3) down to (2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::sum_to(x, {3, 2}), Contains("sum_to") && Contains("(2, 3)") && Contains("(3, 2)"));
+  REQUIRE_THROWS_WITH(sg::kernel::sum_to(x, {3, 2}), Contains("sum_to") && Contains("(2, 3)") && Contains("(3, 2)"));
 }
 
 // ---------------------------------------------------------------- threads
@@ -351,24 +351,24 @@ TEMPLATE_TEST_CASE("reductions on large inputs match naive loops and give the sa
       const int64_t n = shape[static_cast<size_t>(axis)];
       const Reduced r = naive_reduce(x, shape, axis);
       sg::set_num_threads(1);
-      const Tensor s1 = sg::core::sum(t, axis), m1 = sg::core::max(t, axis), a1 = sg::core::argmax(t, axis);
+      const Tensor s1 = sg::kernel::sum(t, axis), m1 = sg::kernel::max(t, axis), a1 = sg::kernel::argmax(t, axis);
       check_values<T>(s1, r.shape, r.sum, 0, sum_tol<T>(n, 3));
       check_values<T>(m1, r.shape, r.max, 0, 0);
       check_values<int64_t>(a1, r.shape, as_double(r.argmax), 0, 0);
       sg::set_num_threads(2);
-      CHECK(sg::core::sum(t, axis).template to_vector<T>() == s1.template to_vector<T>());
-      CHECK(sg::core::max(t, axis).template to_vector<T>() == m1.template to_vector<T>());
-      CHECK(sg::core::argmax(t, axis).to_vector<int64_t>() == a1.to_vector<int64_t>());
+      CHECK(sg::kernel::sum(t, axis).template to_vector<T>() == s1.template to_vector<T>());
+      CHECK(sg::kernel::max(t, axis).template to_vector<T>() == m1.template to_vector<T>());
+      CHECK(sg::kernel::argmax(t, axis).to_vector<int64_t>() == a1.to_vector<int64_t>());
       if constexpr (!std::is_integral_v<T>) {
         sg::set_num_threads(1);
-        const std::vector<T> mean1 = sg::core::mean(t, axis, true).template to_vector<T>();
+        const std::vector<T> mean1 = sg::kernel::mean(t, axis, true).template to_vector<T>();
         sg::set_num_threads(2);
-        CHECK(sg::core::mean(t, axis, true).template to_vector<T>() == mean1);
+        CHECK(sg::kernel::mean(t, axis, true).template to_vector<T>() == mean1);
       }
     }
     sg::set_num_threads(1);
-    const std::vector<T> total1 = sg::core::sum(t).template to_vector<T>();
+    const std::vector<T> total1 = sg::kernel::sum(t).template to_vector<T>();
     sg::set_num_threads(2);
-    CHECK(sg::core::sum(t).template to_vector<T>() == total1);
+    CHECK(sg::kernel::sum(t).template to_vector<T>() == total1);
   }
 }

@@ -1,5 +1,5 @@
 // Tensor handles, creation, views, printing and random numbers (core/tensor.cpp,
-// core/layout.cpp's views, core/print.cpp, core/random.cpp). Expected values
+// core/kernels/layout.cpp's views, core/print.cpp, core/random.cpp). Expected values
 // are written out by hand or computed by plain loops in this file.
 #include <catch2/catch.hpp>
 
@@ -245,7 +245,7 @@ TEST_CASE("data<T>() and item() errors name the shapes", "[core]") {
 
 TEST_CASE("reshape is a view: writes through one are seen by the other", "[core]") {
   Tensor x = sg::arange(0, 12, 1, sg::float32);
-  Tensor y = sg::core::reshape(x, {3, 4});
+  Tensor y = sg::kernel::reshape(x, {3, 4});
   CHECK(y.shape() == Shape{3, 4});
   CHECK(y.to_vector<float>() == x.to_vector<float>());
   CHECK(y.raw_data() == x.raw_data());
@@ -255,88 +255,88 @@ TEST_CASE("reshape is a view: writes through one are seen by the other", "[core]
   x.data<float>()[11] = -1;
   CHECK(y.data<float>()[2 * 4 + 3] == -1);
 
-  Tensor z = sg::core::reshape(y, {2, 1, 6});
+  Tensor z = sg::kernel::reshape(y, {2, 1, 6});
   z.data<float>()[0] = 100;
   CHECK(x.data<float>()[0] == 100);
 
   // Scalars and size-1 axes.
   Tensor s = sg::scalar(3);
-  CHECK(sg::core::reshape(s, {1, 1}).shape() == Shape{1, 1});
-  CHECK(sg::core::reshape(sg::zeros({1, 1, 1}), {}).shape() == Shape{});
+  CHECK(sg::kernel::reshape(s, {1, 1}).shape() == Shape{1, 1});
+  CHECK(sg::kernel::reshape(sg::zeros({1, 1, 1}), {}).shape() == Shape{});
   // Zero-sized.
-  CHECK(sg::core::reshape(sg::zeros({0, 3}), {3, 0, 5}).shape() == Shape{3, 0, 5});
+  CHECK(sg::kernel::reshape(sg::zeros({0, 3}), {3, 0, 5}).shape() == Shape{3, 0, 5});
 }
 
 TEST_CASE("reshape infers one -1 axis", "[core]") {
   Tensor x = sg::arange(24, sg::float64);
-  CHECK(sg::core::reshape(x, {-1, 4}).shape() == Shape{6, 4});
-  CHECK(sg::core::reshape(x, {2, -1, 3}).shape() == Shape{2, 4, 3});
-  CHECK(sg::core::reshape(x, {2, 3, 4, -1}).shape() == Shape{2, 3, 4, 1});
-  CHECK(sg::core::reshape(sg::core::reshape(x, {4, 6}), {-1}).shape() == Shape{24});
-  CHECK(sg::core::reshape(sg::scalar(1), {-1}).shape() == Shape{1});
-  CHECK(sg::core::reshape(x, {-1, 4}).to_vector<double>() == x.to_vector<double>());
+  CHECK(sg::kernel::reshape(x, {-1, 4}).shape() == Shape{6, 4});
+  CHECK(sg::kernel::reshape(x, {2, -1, 3}).shape() == Shape{2, 4, 3});
+  CHECK(sg::kernel::reshape(x, {2, 3, 4, -1}).shape() == Shape{2, 3, 4, 1});
+  CHECK(sg::kernel::reshape(sg::kernel::reshape(x, {4, 6}), {-1}).shape() == Shape{24});
+  CHECK(sg::kernel::reshape(sg::scalar(1), {-1}).shape() == Shape{1});
+  CHECK(sg::kernel::reshape(x, {-1, 4}).to_vector<double>() == x.to_vector<double>());
 }
 
 TEST_CASE("reshape errors name both shapes", "[core]") {
   Tensor x = sg::zeros({2, 3});
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {4, 2}),
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {4, 2}),
                       Contains("reshape: cannot reshape (2, 3) (6 elements) into (4, 2) (8 elements)"));
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {-1, 4}),
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {-1, 4}),
                       Contains("reshape") && Contains("(2, 3)") && Contains("(-1, 4)"));
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {-1, -1}),
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {-1, -1}),
                       Contains("reshape: more than one -1 in (-1, -1)") && Contains("(2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {-2, -3}),
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {-2, -3}),
                       Contains("reshape: negative size in (-2, -3)") && Contains("(2, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {0, -1}), Contains("reshape") && Contains("(0, -1)"));
-  REQUIRE_THROWS_WITH(sg::core::reshape(x, {}), Contains("(2, 3)") && Contains("()"));
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {0, -1}), Contains("reshape") && Contains("(0, -1)"));
+  REQUIRE_THROWS_WITH(sg::kernel::reshape(x, {}), Contains("(2, 3)") && Contains("()"));
 }
 
 TEST_CASE("select is a view of one entry along axis 0", "[core]") {
   Tensor x = sg::from_vector(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 2, 2});
-  Tensor r = sg::core::select(x, 1);
+  Tensor r = sg::kernel::select(x, 1);
   CHECK(r.shape() == Shape{2, 2});
   CHECK(r.to_vector<double>() == std::vector<double>{4, 5, 6, 7});
   r.data<double>()[3] = -7;
   CHECK(x.data<double>()[7] == -7);
 
   // Views of views keep adding their offsets.
-  Tensor e = sg::core::select(sg::core::select(x, 2), 1);
+  Tensor e = sg::kernel::select(sg::kernel::select(x, 2), 1);
   CHECK(e.shape() == Shape{2});
   CHECK(e.to_vector<double>() == std::vector<double>{10, 11});
-  Tensor s = sg::core::select(e, 0);
+  Tensor s = sg::kernel::select(e, 0);
   CHECK(s.shape() == Shape{});
   CHECK(s.item() == 10);
-  Tensor rr = sg::core::reshape(sg::core::select(x, 2), {4});
+  Tensor rr = sg::kernel::reshape(sg::kernel::select(x, 2), {4});
   CHECK(rr.to_vector<double>() == std::vector<double>{8, 9, 10, 11});
 
-  REQUIRE_THROWS_WITH(sg::core::select(x, 3), Contains("select: index 3 out of range") && Contains("(3, 2, 2)"));
-  REQUIRE_THROWS_WITH(sg::core::select(x, -1), Contains("select") && Contains("-1") && Contains("(3, 2, 2)"));
-  REQUIRE_THROWS_WITH(sg::core::select(sg::scalar(1), 0), Contains("select") && Contains("scalar"));
+  REQUIRE_THROWS_WITH(sg::kernel::select(x, 3), Contains("select: index 3 out of range") && Contains("(3, 2, 2)"));
+  REQUIRE_THROWS_WITH(sg::kernel::select(x, -1), Contains("select") && Contains("-1") && Contains("(3, 2, 2)"));
+  REQUIRE_THROWS_WITH(sg::kernel::select(sg::scalar(1), 0), Contains("select") && Contains("scalar"));
 }
 
 TEST_CASE("slice along axis 0 is a view", "[core]") {
   Tensor x = sg::arange(0, 12, 1, sg::int64);
-  x = sg::core::reshape(x, {4, 3});
-  Tensor s = sg::core::slice(x, 0, 1, 3);
+  x = sg::kernel::reshape(x, {4, 3});
+  Tensor s = sg::kernel::slice(x, 0, 1, 3);
   CHECK(s.shape() == Shape{2, 3});
   CHECK(s.to_vector<int64_t>() == std::vector<int64_t>{3, 4, 5, 6, 7, 8});
   s.data<int64_t>()[0] = 99;
   CHECK(x.data<int64_t>()[3] == 99);
 
-  Tensor ss = sg::core::slice(s, 0, 1, 2);  // row 2 of x
+  Tensor ss = sg::kernel::slice(s, 0, 1, 2);  // row 2 of x
   CHECK(ss.to_vector<int64_t>() == std::vector<int64_t>{6, 7, 8});
   ss.data<int64_t>()[2] = -8;
   CHECK(x.data<int64_t>()[8] == -8);
 
-  CHECK(sg::core::slice(x, 0, 4, 4).shape() == Shape{0, 3});
-  CHECK(sg::core::slice(x, 0, 0, 4).to_vector<int64_t>() == x.to_vector<int64_t>());
-  CHECK(sg::core::slice(x, -2, 3, 4).to_vector<int64_t>() == std::vector<int64_t>{9, 10, 11});
+  CHECK(sg::kernel::slice(x, 0, 4, 4).shape() == Shape{0, 3});
+  CHECK(sg::kernel::slice(x, 0, 0, 4).to_vector<int64_t>() == x.to_vector<int64_t>());
+  CHECK(sg::kernel::slice(x, -2, 3, 4).to_vector<int64_t>() == std::vector<int64_t>{9, 10, 11});
 
-  REQUIRE_THROWS_WITH(sg::core::slice(x, 0, 2, 5),
+  REQUIRE_THROWS_WITH(sg::kernel::slice(x, 0, 2, 5),
                       Contains("slice: range [2, 5) out of bounds for axis 0 of size 4 in shape (4, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::slice(x, 0, 3, 2), Contains("[3, 2)") && Contains("(4, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::slice(x, 0, -1, 2), Contains("[-1, 2)") && Contains("(4, 3)"));
-  REQUIRE_THROWS_WITH(sg::core::slice(x, 2, 0, 1), Contains("slice: axis 2 out of range") && Contains("(4, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::slice(x, 0, 3, 2), Contains("[3, 2)") && Contains("(4, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::slice(x, 0, -1, 2), Contains("[-1, 2)") && Contains("(4, 3)"));
+  REQUIRE_THROWS_WITH(sg::kernel::slice(x, 2, 0, 1), Contains("slice: axis 2 out of range") && Contains("(4, 3)"));
 }
 
 TEST_CASE("clone is independent of its source", "[core]") {
@@ -352,7 +352,7 @@ TEST_CASE("clone is independent of its source", "[core]") {
   CHECK(c.data<float>()[3] == 4);
 
   // A clone of a view copies just the view.
-  Tensor v = sg::core::select(x, 1);
+  Tensor v = sg::kernel::select(x, 1);
   Tensor cv = sg::clone(v);
   CHECK(cv.shape() == Shape{2});
   CHECK(cv.to_vector<float>() == std::vector<float>{3, -4});
@@ -380,7 +380,7 @@ TEST_CASE("detach shares data but not the autograd state", "[core]") {
   CHECK(x.requires_grad());
 
   // A detached view keeps its offset.
-  Tensor v = sg::core::select(sg::core::reshape(x, {3, 1}), 2).detach();
+  Tensor v = sg::kernel::select(sg::kernel::reshape(x, {3, 1}), 2).detach();
   CHECK(v.item() == 3);
 
   REQUIRE_THROWS_WITH(sg::zeros({2}, sg::int64).set_requires_grad(),
@@ -432,7 +432,7 @@ TEST_CASE("printing abbreviates tensors above 1000 elements", "[core]") {
   CHECK_THAT(s, !Contains(", 500, "));
 
   // Both axes of a matrix are abbreviated; the first and last rows survive.
-  std::string m = sg::to_string(sg::core::reshape(sg::arange(0, 1200, 1, sg::float32), {40, 30}));
+  std::string m = sg::to_string(sg::kernel::reshape(sg::arange(0, 1200, 1, sg::float32), {40, 30}));
   CHECK_THAT(m, Contains("[0.0000, 1.0000, 2.0000, ..., 27.0000, 28.0000, 29.0000]") &&
                     Contains("[1170.0000, 1171.0000, 1172.0000, ..., 1197.0000, 1198.0000, 1199.0000]") &&
                     Contains("shape=(40, 30)") && Contains("dtype=float32"));

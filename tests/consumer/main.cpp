@@ -12,9 +12,9 @@ namespace {
 
 // softsign: y = x / (1 + |x|), dy/dx = 1 / (1 + |x|)^2.   x: any shape -> same
 sg::Tensor softsign(const sg::Tensor& x) {
-  sg::Tensor denominator = sg::core::affine(sg::core::abs(x), 1.0, 1.0);  // 1 + |x|
-  return sg::record("softsign", sg::core::div(x, denominator), {x}, [denominator](const sg::Tensor& g) -> sg::Grads {
-    return {sg::core::div(g, sg::core::mul(denominator, denominator))};
+  sg::Tensor denominator = sg::kernel::affine(sg::kernel::abs(x), 1.0, 1.0);  // 1 + |x|
+  return sg::record("softsign", sg::kernel::div(x, denominator), {x}, [denominator](const sg::Tensor& g) -> sg::Grads {
+    return {sg::kernel::div(g, sg::kernel::mul(denominator, denominator))};
   });
 }
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace plot {
+namespace sg::plot {
 
 struct Series {
   std::string name;
@@ -206,4 +206,4 @@ inline void write_file(const std::string& path, const std::string& contents) {
   if (!f || !(f << contents) || !f.flush()) throw std::runtime_error("plot: cannot write '" + path + "'");
 }
 
-}  // namespace plot
+}  // namespace sg::plot

@@ -1,8 +1,8 @@
 // The affine map of a Linear layer, y = x W^T + b, as one op: the bias is the
 // product's starting value instead of a tensor of its own plus a broadcast add.
 #include "autograd/ops.hpp"
-#include "core/gemm.hpp"
-#include "core/ops.hpp"
+#include "core/kernels/gemm.hpp"
+#include "core/kernels.hpp"
 
 #include <algorithm>
 
@@ -36,7 +36,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const T* b = bias.data<T>();
       for (int64_t r = 0; r < rows; ++r) std::copy(b, b + out_features, y + r * out_features);
     }
-    core::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data<T>(),
+    kernel::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data<T>(),
                   std::max<int64_t>(1, in_features), weight.data<T>(),
                   std::max<int64_t>(1, in_features), bias.defined() ? T(1) : T(0), y,
                   std::max<int64_t>(1, out_features));
@@ -45,12 +45,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (bias.defined()) inputs.push_back(bias);
   return record("linear", out, inputs, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
     const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
-    const Tensor g2 = core::reshape(g, {rows, out_features});
+    const Tensor g2 = kernel::reshape(g, {rows, out_features});
     Grads grads(has_bias ? 3 : 2);
-    if (x.requires_grad()) grads[0] = core::reshape(core::matmul(g2, weight), x.shape());
+    if (x.requires_grad()) grads[0] = kernel::reshape(kernel::matmul(g2, weight), x.shape());
     if (weight.requires_grad())
-      grads[1] = core::matmul(g2, core::reshape(x, {rows, in_features}), true, false);
-    if (has_bias) grads[2] = core::sum(g2, 0);
+      grads[1] = kernel::matmul(g2, kernel::reshape(x, {rows, in_features}), true, false);
+    if (has_bias) grads[2] = kernel::sum(g2, 0);
     return grads;
   });
 }

@@ -3,12 +3,15 @@
 //
 //   #include <smallgrad.hpp>
 //
-// core/     tensors and graph-free kernels (sg::core), BLIS GEMM, threads
-// autograd/ the graph engine, differentiable ops (sg), gradcheck, to_dot, anomaly mode
-// nn/       modules, layers, losses, optimizers, checkpoints (sg::nn, sg::optim)
+// core/          tensors, dtypes, errors, the allocator, generators, threads
+// core/kernels/  graph-free kernels (sg::kernel): elementwise, reductions, softmax, layout, GEMM
+// autograd/      the engine: graph nodes, backward, gradcheck, to_dot, anomaly mode, profiler
+// autograd/ops/  the differentiable ops (sg), one file per family, backward under forward
+// nn/            layers, losses, optimizers, checkpoints (sg::nn, sg::optim); plot.hpp and
+//                encoder_training.hpp are included on their own
 #include "core/tensor.hpp"
-#include "core/ops.hpp"
-#include "core/gemm.hpp"
+#include "core/kernels.hpp"
+#include "core/kernels/gemm.hpp"
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "autograd/node.hpp"

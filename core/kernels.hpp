@@ -1,5 +1,5 @@
 #pragma once
-// The graph-free kernels (namespace sg::core). They compute values only and
+// The graph-free kernels (namespace sg::kernel). They compute values only and
 // never record autograd nodes; the differentiable ops in autograd/ call them
 // for both their forward and their backward. All inputs and outputs are
 // contiguous; outputs are new tensors unless the name ends in `_` (in place).
@@ -11,13 +11,13 @@
 
 #include "core/tensor.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 
 // ---- shapes ----
 // The broadcast shape of a and b, or throws "<op>: cannot broadcast (2, 3) with (4)".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
-// ---- elementwise unary (core/unary.cpp) ----
+// ---- elementwise unary (core/kernels/unary.cpp) ----
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor exp(const Tensor& x);
@@ -32,7 +32,7 @@ Tensor gelu(const Tensor& x);
 // y = x * alpha + beta, one pass.
 Tensor affine(const Tensor& x, double alpha, double beta);
 
-// ---- elementwise binary, broadcasting (core/binary.cpp) ----
+// ---- elementwise binary, broadcasting (core/kernels/binary.cpp) ----
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
@@ -56,7 +56,7 @@ void fill_(Tensor& dst, double value);
 // Copies src's values into dst (same shape and dtype), in place.
 void copy_(Tensor& dst, const Tensor& src);
 
-// ---- reductions (core/reduce.cpp) ----
+// ---- reductions (core/kernels/reduce.cpp) ----
 // Along one axis (negative counts from the end); keepdim leaves it as size 1.
 Tensor sum(const Tensor& x, int64_t axis, bool keepdim = false);
 Tensor mean(const Tensor& x, int64_t axis, bool keepdim = false);
@@ -70,11 +70,11 @@ Tensor max(const Tensor& x);
 // of broadcasting, used by every broadcasting op's backward.
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- softmax along the last axis, numerically stable (core/softmax.cpp) ----
+// ---- softmax along the last axis, numerically stable (core/kernels/softmax.cpp) ----
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
 
-// ---- layout (core/layout.cpp) ----
+// ---- layout (core/kernels/layout.cpp) ----
 // A view: same storage, new shape; one axis may be -1 (inferred).
 Tensor reshape(const Tensor& x, const Shape& shape);
 // Copies into the axis order `dims` (a permutation of 0..rank-1).
@@ -90,17 +90,17 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // Converts to another dtype (a copy even when the dtype is the same).
 Tensor to(const Tensor& x, DType dtype);
 
-// ---- matrix products over BLIS (core/gemm.cpp) ----
+// ---- matrix products over BLIS (core/kernels/gemm.cpp) ----
 // a: (..., M, K), b: (..., K, N) -> (..., M, N); leading (batch) axes
 // broadcast. transpose_a / transpose_b multiply by a's or b's last two axes
 // swapped without copying.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
               bool transpose_b = false);
 
-}  // namespace sg::core
+}  // namespace sg::kernel
 
-namespace sg::core {
+namespace sg::kernel {
 // x repeated along broadcast axes to `shape` (the forward of broadcasting;
 // the backward of sum_to).
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
-}  // namespace sg::core
+}  // namespace sg::kernel

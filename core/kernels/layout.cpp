@@ -4,11 +4,11 @@
 #include <cstring>
 #include <numeric>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 namespace {
 
 Tensor view(const Tensor& x, Shape shape, int64_t extra_offset) {
@@ -204,4 +204,4 @@ Tensor to(const Tensor& x, DType dtype) {
   return out;
 }
 
-}  // namespace sg::core
+}  // namespace sg::kernel

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 
@@ -32,7 +32,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
            ") for logits of shape ", logits.shape(), " (ignore_index is ", ignore_index, ")");
     ++counted;
   }
-  const Tensor logp = core::log_softmax(logits);  // (N, C), kept for backward
+  const Tensor logp = kernel::log_softmax(logits);  // (N, C), kept for backward
   Tensor loss = empty({}, logits.dtype());
   visit_floating(logits, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);

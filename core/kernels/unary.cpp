@@ -2,12 +2,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
-#include "core/vecmath.hpp"
+#include "core/kernels/vecmath.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 namespace {
 
 // x: (any shape) -> out: same shape and dtype. `f` is a generic lambda applied
@@ -100,4 +100,4 @@ void copy_(Tensor& dst, const Tensor& src) {
   if (dst.raw_data() != src.raw_data()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
 }
 
-}  // namespace sg::core
+}  // namespace sg::kernel

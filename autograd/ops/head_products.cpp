@@ -4,14 +4,14 @@
 // a (B * heads, T, d) tensor and merging them back is one copy each way, and
 // each copy's backward is another: on the tiny encoder those four permutes
 // took as long as the products themselves. Here each (b, h) product instead
-// reads its head through a row stride of heads * d (core::gemm_grid).
+// reads its head through a row stride of heads * d (kernel::gemm_grid).
 //
 //   head_scores(q, k, heads) == matmul(split(q), split(k), false, true)
 //   head_pool(w, v, heads)   == merge(matmul(w, split(v)))
 //
 // with split: (B, T, heads * d) -> (B * heads, T, d) and merge its inverse.
 #include "autograd/ops.hpp"
-#include "core/gemm.hpp"
+#include "core/kernels/gemm.hpp"
 
 #include <algorithm>
 
@@ -20,7 +20,7 @@ namespace {
 
 // Where the (rows, cols) matrix of batch row b, head h lives.
 struct HeadLayout {
-  core::GridStrides strides;
+  kernel::GridStrides strides;
   int64_t ld;
 };
 // (B, rows, heads * cols): head h is a column block of every row.
@@ -39,7 +39,7 @@ void head_products(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const Tens
                    int64_t batch, int64_t heads) {
   visit_floating(a, "head products", [&](auto tag) {
     using T = decltype(tag);
-    core::gemm_grid<T>(ta, tb, m, n, k, T(1), a.data<T>(), la.ld, la.strides, b.data<T>(), lb.ld,
+    kernel::gemm_grid<T>(ta, tb, m, n, k, T(1), a.data<T>(), la.ld, la.strides, b.data<T>(), lb.ld,
                        lb.strides, T(0), c.data<T>(), lc.ld, lc.strides, batch, heads);
   });
 }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
-#include "core/vecmath.hpp"
+#include "core/kernels/vecmath.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 namespace {
 
 // x: (rows, n) -> out: (rows, n), each row independently.
@@ -60,4 +60,4 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
 Tensor softmax(const Tensor& x) { return softmax_rows<false>(x, "softmax"); }
 Tensor log_softmax(const Tensor& x) { return softmax_rows<true>(x, "log_softmax"); }
 
-}  // namespace sg::core
+}  // namespace sg::kernel

@@ -8,11 +8,11 @@
 // (N, C) becomes N rows of C.
 #include <algorithm>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   const size_t rank = std::max(a.size(), b.size());
@@ -152,9 +152,9 @@ void add_(Tensor& dst, const Tensor& src) {
   });
 }
 
-}  // namespace sg::core
+}  // namespace sg::kernel
 
-namespace sg::core {
+namespace sg::kernel {
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (broadcast_shapes(x.shape(), shape, "broadcast_to") != shape)
     fail("broadcast_to: cannot broadcast ", x.shape(), " to ", shape);
@@ -166,4 +166,4 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   });
   return out;
 }
-}  // namespace sg::core
+}  // namespace sg::kernel

@@ -4,45 +4,45 @@
 #include <algorithm>
 
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/parallel.hpp"
 
 namespace sg {
 
 // x: any shape -> same shape, for every op in this file.
 Tensor exp(const Tensor& x) {
-  Tensor out = core::exp(x);
+  Tensor out = kernel::exp(x);
   return record("exp", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
-    return {core::mul(g, y)};  // d exp(x) = exp(x)
+    return {kernel::mul(g, y)};  // d exp(x) = exp(x)
   });
 }
 
 Tensor log(const Tensor& x) {
-  return record("log", core::log(x), {x}, [x](const Tensor& g) -> Grads {
-    return {core::div(g, x)};  // d log(x) = 1/x
+  return record("log", kernel::log(x), {x}, [x](const Tensor& g) -> Grads {
+    return {kernel::div(g, x)};  // d log(x) = 1/x
   });
 }
 
 Tensor sqrt(const Tensor& x) {
-  Tensor out = core::sqrt(x);
+  Tensor out = kernel::sqrt(x);
   return record("sqrt", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
-    return {core::div(core::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
+    return {kernel::div(kernel::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
   });
 }
 
 Tensor tanh(const Tensor& x) {
-  Tensor out = core::tanh(x);
+  Tensor out = kernel::tanh(x);
   return record("tanh", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
     // d tanh(x) = 1 - tanh(x)^2
-    return {core::mul(g, core::affine(core::mul(y, y), -1.0, 1.0))};
+    return {kernel::mul(g, kernel::affine(kernel::mul(y, y), -1.0, 1.0))};
   });
 }
 
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = core::sigmoid(x);
+  Tensor out = kernel::sigmoid(x);
   return record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
     // d sigmoid(x) = s (1 - s)
-    return {core::mul(g, core::mul(y, core::affine(y, -1.0, 1.0)))};
+    return {kernel::mul(g, kernel::mul(y, kernel::affine(y, -1.0, 1.0)))};
   });
 }
 
@@ -58,7 +58,7 @@ void relu_grad_range(const T* __restrict x, const T* __restrict g, T* __restrict
 }  // namespace
 
 Tensor relu(const Tensor& x) {
-  return record("relu", core::relu(x), {x}, [x](const Tensor& g) -> Grads {
+  return record("relu", kernel::relu(x), {x}, [x](const Tensor& g) -> Grads {
     Tensor dx = empty(x.shape(), x.dtype());
     visit_floating(x, "relu", [&](auto tag) {
       using T = decltype(tag);
@@ -72,18 +72,18 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
-  return record("abs", core::abs(x), {x}, [x](const Tensor& g) -> Grads {
+  return record("abs", kernel::abs(x), {x}, [x](const Tensor& g) -> Grads {
     const Tensor zero = zeros({}, x.dtype());
-    return {core::mul(g, core::sub(core::gt(x, zero), core::lt(x, zero)))};  // sign(x)
+    return {kernel::mul(g, kernel::sub(kernel::gt(x, zero), kernel::lt(x, zero)))};  // sign(x)
   });
 }
 
 Tensor pow(const Tensor& x, double p) {
-  return record("pow", core::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
+  return record("pow", kernel::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
     // d x^p = p x^(p-1); for p = 0 exactly 0 (not 0 * x^-1, NaN at x = 0)
     if (p == 0) return {zeros_like(x)};
-    Tensor d = p == 2 ? core::affine(x, 2.0, 0) : core::affine(core::pow(x, p - 1), p, 0);
-    return {core::mul(g, d)};
+    Tensor d = p == 2 ? kernel::affine(x, 2.0, 0) : kernel::affine(kernel::pow(x, p - 1), p, 0);
+    return {kernel::mul(g, d)};
   });
 }
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
 
-namespace sg::core {
+namespace sg::kernel {
 namespace {
 
 struct Split {
@@ -192,4 +192,4 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   return reshape(cur, shape);
 }
 
-}  // namespace sg::core
+}  // namespace sg::kernel

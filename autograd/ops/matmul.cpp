@@ -3,31 +3,31 @@
 // and a transposed operand takes the transpose of its gradient. The GEMM
 // wrapper's transpose flags do every transpose here without a copy.
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 
 // a: (..., M, K), b: (..., K, N) -> (..., M, N) (shapes after the optional transposes).
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  Tensor out = core::matmul(a, b, ta, tb);
+  Tensor out = kernel::matmul(a, b, ta, tb);
   return record("matmul", out, {a, b}, [a, b, ta, tb](const Tensor& g) -> Grads {
     Tensor da, db;
     if (a.requires_grad()) {
-      da = ta ? core::matmul(b, g, tb, true)     // A stored (K, M): dA = op(B) g^T
-              : core::matmul(g, b, false, !tb);  // dA = g op(B)^T
-      da = core::sum_to(da, a.shape());          // undo batch broadcasting
+      da = ta ? kernel::matmul(b, g, tb, true)     // A stored (K, M): dA = op(B) g^T
+              : kernel::matmul(g, b, false, !tb);  // dA = g op(B)^T
+      da = kernel::sum_to(da, a.shape());          // undo batch broadcasting
     }
     if (b.requires_grad()) {
       if (b.dim() == 2 && a.dim() > 2 && !ta) {
         // A shared 2-D weight (a Linear layer): fold a's batch axes into rows,
         // one GEMM instead of a batch of them and a sum.
         const int64_t k = a.shape().back(), n = g.shape().back();
-        const Tensor a2 = core::reshape(a, {-1, k}), g2 = core::reshape(g, {-1, n});
-        db = tb ? core::matmul(g2, a2, true, false) : core::matmul(a2, g2, true, false);
+        const Tensor a2 = kernel::reshape(a, {-1, k}), g2 = kernel::reshape(g, {-1, n});
+        db = tb ? kernel::matmul(g2, a2, true, false) : kernel::matmul(a2, g2, true, false);
       } else {
-        db = tb ? core::matmul(g, a, true, ta)     // B stored (N, K): dB = g^T op(A)
-                : core::matmul(a, g, !ta, false);  // dB = op(A)^T g
-        db = core::sum_to(db, b.shape());
+        db = tb ? kernel::matmul(g, a, true, ta)     // B stored (N, K): dB = g^T op(A)
+                : kernel::matmul(a, g, !ta, false);  // dB = op(A)^T g
+        db = kernel::sum_to(db, b.shape());
       }
     }
     return {da, db};

@@ -1,47 +1,47 @@
 // Arithmetic: add, mul, div and affine are primitives; sub, neg and the
 // scalar operators are compositions of them.
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 
 // a: (...), b: (...) broadcast -> out: broadcast shape.
 // Each gradient is summed back over the axes its input was broadcast along.
 Tensor add(const Tensor& a, const Tensor& b) {
-  return record("add", core::add(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
-    return {a.requires_grad() ? core::sum_to(g, a.shape()) : Tensor(),
-            b.requires_grad() ? core::sum_to(g, b.shape()) : Tensor()};
+  return record("add", kernel::add(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+    return {a.requires_grad() ? kernel::sum_to(g, a.shape()) : Tensor(),
+            b.requires_grad() ? kernel::sum_to(g, b.shape()) : Tensor()};
   });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return record("mul", core::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
-    return {a.requires_grad() ? core::sum_to(core::mul(g, b), a.shape()) : Tensor(),
-            b.requires_grad() ? core::sum_to(core::mul(g, a), b.shape()) : Tensor()};
+  return record("mul", kernel::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+    return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
+            b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
   });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = core::div(a, b);
+  Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
   return record("div", out, {a, b}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
-    Tensor g_over_b = core::div(g, b);
-    return {a.requires_grad() ? core::sum_to(g_over_b, a.shape()) : Tensor(),
-            b.requires_grad() ? core::sum_to(core::neg(core::mul(g_over_b, q)), b.shape())
+    Tensor g_over_b = kernel::div(g, b);
+    return {a.requires_grad() ? kernel::sum_to(g_over_b, a.shape()) : Tensor(),
+            b.requires_grad() ? kernel::sum_to(kernel::neg(kernel::mul(g_over_b, q)), b.shape())
                               : Tensor()};
   });
 }
 
 Tensor affine(const Tensor& x, double alpha, double beta) {
-  return record("affine", core::affine(x, alpha, beta), {x}, [alpha](const Tensor& g) -> Grads {
-    return {core::affine(g, alpha, 0)};
+  return record("affine", kernel::affine(x, alpha, beta), {x}, [alpha](const Tensor& g) -> Grads {
+    return {kernel::affine(g, alpha, 0)};
   });
 }
 
 Tensor neg(const Tensor& x) { return affine(x, -1.0); }
 Tensor sub(const Tensor& a, const Tensor& b) {
   // Checked here so that a mistake names sub, not the add it becomes.
-  core::broadcast_shapes(a.shape(), b.shape(), "sub");
+  kernel::broadcast_shapes(a.shape(), b.shape(), "sub");
   check_same_dtype(a, b, "sub");
   return add(a, neg(b));
 }

@@ -17,7 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace sg::core {
+namespace sg::kernel {
 
 namespace detail {
 
@@ -58,10 +58,10 @@ inline float exp_fast(float x) { return detail::exp_float<false>(x); }
 // e^-87 (subnormal or nearly). Such a weight changes no row sum, and making
 // a subnormal float costs the CPU a microcode assist of ~100 cycles per
 // vector lane: attention rows with masked keys (exp(-1e6 - max)) or peaked
-// scores ran up to 3x slower with exp_fast.
+// scores ran several times slower with exp_fast (docs/results.md).
 inline float exp_flush(float x) { return detail::exp_float<true>(x); }
 
 inline double exp_fast(double x) { return std::exp(x); }
 inline double exp_flush(double x) { return std::exp(x); }  // float64 keeps every bit
 
-}  // namespace sg::core
+}  // namespace sg::kernel

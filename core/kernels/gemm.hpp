@@ -9,7 +9,7 @@
 // checked before BLIS is called, because BLIS's own message names no sizes.
 #include <cstdint>
 
-namespace sg::core {
+namespace sg::kernel {
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
@@ -42,4 +42,4 @@ void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
                int64_t lda, GridStrides stride_a, const T* b, int64_t ldb, GridStrides stride_b,
                T beta, T* c, int64_t ldc, GridStrides stride_c, int64_t outer, int64_t inner);
 
-}  // namespace sg::core
+}  // namespace sg::kernel

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace training {
+namespace sg::training {
 
 inline constexpr int64_t kPad = 0;        // token 0 pads; symbols are 1 .. vocab-1
 inline constexpr int64_t kIgnore = -100;  // label of padded positions
@@ -130,7 +130,7 @@ struct Model : sg::nn::Module {
 
 // Fraction of non-padded positions whose arg-max logit is the label.
 inline double accuracy(const sg::Tensor& logits, const sg::Tensor& labels) {
-  const std::vector<int64_t> pred = sg::core::argmax(logits, -1).to_vector<int64_t>();
+  const std::vector<int64_t> pred = sg::kernel::argmax(logits, -1).to_vector<int64_t>();
   const std::vector<int64_t> y = labels.to_vector<int64_t>();
   int64_t right = 0, total = 0;
   for (size_t i = 0; i < y.size(); ++i)
@@ -189,7 +189,7 @@ inline double grad_norm(const sg::nn::Module& model, const std::string& prefix) 
   double squares = 0;
   for (const auto& [name, p] : model.named_parameters())
     if (name.rfind(prefix, 0) == 0 && p.grad().defined())
-      squares += sg::core::sum(sg::core::mul(p.grad(), p.grad())).item<double>();
+      squares += sg::kernel::sum(sg::kernel::mul(p.grad(), p.grad())).item<double>();
   return std::sqrt(squares);
 }
 
@@ -241,4 +241,4 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
   return r;
 }
 
-}  // namespace training
+}  // namespace sg::training

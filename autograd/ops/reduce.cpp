@@ -1,6 +1,6 @@
 // Reductions: sum and max are primitives, mean is sum times 1/n.
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 namespace {
@@ -15,16 +15,16 @@ Shape keepdim_shape(const Shape& s, int64_t axis) {
 
 // x: (...) -> (); every element's gradient is g.
 Tensor sum(const Tensor& x) {
-  return record("sum", core::sum(x), {x}, [x](const Tensor& g) -> Grads {
-    return {core::broadcast_to(g, x.shape())};
+  return record("sum", kernel::sum(x), {x}, [x](const Tensor& g) -> Grads {
+    return {kernel::broadcast_to(g, x.shape())};
   });
 }
 
 // x: (..., n, ...) -> the same without axis (or with it as 1 when keepdim).
 Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "sum");
-  return record("sum", core::sum(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
-    return {core::broadcast_to(core::reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
+  return record("sum", kernel::sum(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
+    return {kernel::broadcast_to(kernel::reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
   });
 }
 
@@ -52,9 +52,9 @@ Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
 // x: (..., n, ...) -> max along axis; the gradient goes to the first maximum.
 Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "max");
-  return record("max", core::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
+  return record("max", kernel::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
     // x viewed as (outer, n, inner); g and the argmax as (outer, inner).
-    const Tensor arg = core::argmax(x, axis, false);
+    const Tensor arg = kernel::argmax(x, axis, false);
     Tensor dx = zeros_like(x);
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
     int64_t in = 1;  // the inner extent: product of the axes after `axis`

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/parallel.hpp"
 #include "core/runtime.hpp"
 

@@ -5,27 +5,27 @@
 #include <type_traits>
 
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
-#include "core/vecmath.hpp"
+#include "core/kernels/vecmath.hpp"
 
 namespace sg {
 
 // x: (..., n) -> y: (..., n). dx = y * (g - sum(g * y)) per row.
 Tensor softmax(const Tensor& x) {
-  Tensor out = core::softmax(x);
+  Tensor out = kernel::softmax(x);
   return record("softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
-    const Tensor gy = core::mul(g, y);
-    return {core::sub(gy, core::mul(y, core::sum(gy, -1, true)))};
+    const Tensor gy = kernel::mul(g, y);
+    return {kernel::sub(gy, kernel::mul(y, kernel::sum(gy, -1, true)))};
   });
 }
 
 // x: (..., n) -> x - logsumexp(x). dx = g - softmax(x) * sum(g) per row.
 Tensor log_softmax(const Tensor& x) {
-  Tensor out = core::log_softmax(x);
+  Tensor out = kernel::log_softmax(x);
   return record("log_softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
-    return {core::sub(g, core::mul(core::exp(y), core::sum(g, -1, true)))};
+    return {kernel::sub(g, kernel::mul(kernel::exp(y), kernel::sum(g, -1, true)))};
   });
 }
 
@@ -111,7 +111,7 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
     for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
     m = reduce16(v, Max{});
 #pragma omp simd
-    for (int j = 0; j < kKeys; ++j) o[j] = core::exp_flush(v[j] - m);
+    for (int j = 0; j < kKeys; ++j) o[j] = kernel::exp_flush(v[j] - m);
     total = reduce16(o, Add{});
   } else {
     m = n < keys ? T(-1e6) : s * in[0];
@@ -121,7 +121,7 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
     // exp and sum in one loop: short rows pay per loop, not per element
 #pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < keys; ++j) {
-      o[j] = core::exp_flush((j < n ? s * in[j] : T(-1e6)) - m);
+      o[j] = kernel::exp_flush((j < n ? s * in[j] : T(-1e6)) - m);
       total += o[j];
     }
   }

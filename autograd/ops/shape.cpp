@@ -3,24 +3,24 @@
 #include <numeric>
 
 #include "autograd/ops.hpp"
-#include "core/ops.hpp"
+#include "core/kernels.hpp"
 
 namespace sg {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  return record("reshape", core::reshape(x, shape), {x}, [x](const Tensor& g) -> Grads {
-    return {core::reshape(g, x.shape())};
+  return record("reshape", kernel::reshape(x, shape), {x}, [x](const Tensor& g) -> Grads {
+    return {kernel::reshape(g, x.shape())};
   });
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
-  Tensor out = core::permute(x, dims);
+  Tensor out = kernel::permute(x, dims);
   // The inverse permutation puts each gradient axis back where it came from.
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i)
     inverse[static_cast<size_t>(normalize_axis(dims[i], x.shape(), "permute"))] = static_cast<int64_t>(i);
   return record("permute", out, {x}, [inverse](const Tensor& g) -> Grads {
-    return {core::permute(g, inverse)};
+    return {kernel::permute(g, inverse)};
   });
 }
 
@@ -35,7 +35,7 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
 // x: (..., n, ...) -> (..., end - start, ...); the gradient is g padded with
 // zeros before and after along axis.
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
-  Tensor out = core::slice(x, axis, start, end);
+  Tensor out = kernel::slice(x, axis, start, end);
   axis = normalize_axis(axis, x.shape(), "slice");
   return record("slice", out, {x}, [x, axis, start, end](const Tensor& g) -> Grads {
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
@@ -45,20 +45,20 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
     if (start > 0) pad[static_cast<size_t>(axis)] = start, parts.push_back(zeros(pad, g.dtype()));
     parts.push_back(g);
     if (end < n) pad[static_cast<size_t>(axis)] = n - end, parts.push_back(zeros(pad, g.dtype()));
-    return {core::concat(parts, axis)};
+    return {kernel::concat(parts, axis)};
   });
 }
 
 // Each input's gradient is its own stretch of g along axis.
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
-  Tensor out = core::concat(xs, axis);
+  Tensor out = kernel::concat(xs, axis);
   axis = normalize_axis(axis, xs[0].shape(), "concat");
   return record("concat", out, xs, [xs, axis](const Tensor& g) -> Grads {
     Grads grads;
     int64_t at = 0;
     for (const Tensor& x : xs) {
       const int64_t n = x.shape()[static_cast<size_t>(axis)];
-      grads.push_back(x.requires_grad() ? core::slice(g, axis, at, at + n) : Tensor());
+      grads.push_back(x.requires_grad() ? kernel::slice(g, axis, at, at + n) : Tensor());
       at += n;
     }
     return grads;

@@ -1,0 +1,276 @@
+// The register-blocked GEMM kernel (core/kernels/gemm_tile.hpp): op(B)
+// packed into panels, tiles of C summed in vector registers. The dispatch
+// that chooses between it and BLIS is core/kernels/gemm.cpp; how fast each
+// is on which shapes: docs/results.md, "GEMM".
+#include "core/kernels/gemm_tile.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace sg::kernel::tile {
+
+namespace {
+
+// ---- our register-blocked kernel ----
+//
+//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
+//
+// op(B) is first copied into column panels: panel q holds columns
+// q*P .. q*P+P-1 of op(B) (P = kPanelVecs vectors of W values; W = 16 floats
+// or 8 doubles, one 64-byte AVX-512 register), one row of P values per p,
+// zero-padded past n. Then each R x P tile of C is summed in R * kPanelVecs
+// vector accumulators that stay in registers for the whole depth: for each
+// p, the panel's row is loaded once (kPanelVecs loads) and a(i, p) of each
+// of the R rows is broadcast and multiplied into it (R * kPanelVecs fused
+// multiply-adds). 16 independent accumulators hide the FMA latency, and 16
+// FMAs per 2 + 8 loads keep both FMA pipes busy. op(A) is read in place:
+// a(i, p) is a[i*a_rs + p*a_cs] whether A is transposed or not (8
+// consecutive values of one column when it is).
+//
+// The depth is cut into blocks of kDepthBlock so that one panel's block
+// (256 x 32 floats = 32 KiB) stays in L1 while a block of rows streams past
+// it; the rows are cut into blocks of kRowBlock so that their A values stay
+// in L2 across the panels. Blocks after the first accumulate into C.
+//
+// BLIS packs A as well as B, which costs as much as the arithmetic when one
+// of n and k is 64 (the encoders' shapes); this kernel reads A in place.
+// Measured against BLIS on those shapes: docs/results.md, "GEMM".
+//
+// Vec<T> is GCC's vector extension (also in clang). Written as plain loops
+// over W values, g++ 12 vectorises this kernel badly (it vectorises the p
+// loop instead); with Vec<T> it runs several times faster. Without AVX-512
+// the compiler splits each Vec<T> into narrower registers (and the 16
+// accumulators no longer fit in the register file).
+template <class T>
+using Vec [[gnu::vector_size(64)]] = T;
+template <class T>
+constexpr int kVecWidth = sizeof(Vec<T>) / sizeof(T);  // W
+constexpr int kPanelVecs = 2;  // vectors per panel row
+constexpr int kTileVecs = 16;  // accumulators per tile: R = kTileVecs / vectors
+
+template <class T>
+constexpr int64_t kPanelWidth = kPanelVecs * kVecWidth<T>;  // P
+constexpr int64_t kDepthBlock = 256;
+constexpr int64_t kRowBlock = 128;
+
+// One tile: R rows of C times NV vectors of a panel (row stride ps), over a
+// depth of kc; writes the tile's first `width` columns (width <= NV * W).
+template <class T, int R, int NV>
+void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, int64_t ps,
+          T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+  constexpr int W = kVecWidth<T>;
+  // Written so that g++ keeps acc and b in registers: an `= {}` initialiser
+  // or one memcpy into the whole b array made it store all 16 accumulators to
+  // the stack on every step, several times slower.
+  Vec<T> acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = Vec<T>{};
+  for (int64_t p = 0; p < kc; ++p) {
+    Vec<T> b[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&b[v], panel + p * ps + v * W, sizeof b[v]);
+    for (int r = 0; r < R; ++r) {
+      const T x = a[r * a_rs + p * a_cs];
+      for (int v = 0; v < NV; ++v) acc[r][v] += x * b[v];
+    }
+  }
+  // beta == 0 overwrites whatever C held (even NaN), as BLAS specifies.
+  for (int r = 0; r < R; ++r) {
+    T* crow = c + r * ldc;
+    for (int v = 0; v < NV; ++v) {
+      const int64_t cols = std::min<int64_t>(W, width - v * W);
+      if (cols <= 0) break;
+      Vec<T> out = alpha * acc[r][v];
+      if (cols == W) {  // whole vectors: one load and one store
+        if (beta != T(0)) {
+          Vec<T> old;
+          std::memcpy(&old, crow + v * W, sizeof old);
+          out += beta * old;
+        }
+        std::memcpy(crow + v * W, &out, sizeof out);
+      } else {
+        T sum[W];
+        std::memcpy(sum, &out, sizeof sum);
+        for (int64_t j = 0; j < cols; ++j)
+          crow[v * W + j] = beta == T(0) ? sum[j] : sum[j] + beta * crow[v * W + j];
+      }
+    }
+  }
+}
+
+// Tiles for rows i0 .. i1-1 against one panel: R rows at a time (16 with one
+// vector per row, 8 with two: 16 accumulators either way), then 4, 2 and 1
+// for the last rows.
+template <class T, int NV>
+void tile_rows(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs,
+               const T* panel, int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+  constexpr int R = kTileVecs / NV;
+  auto at = [&](int64_t i) { return a + i * a_rs; };
+  int64_t i = i0;
+  for (; i + R <= i1; i += R)
+    tile<T, R, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  if constexpr (R > 8) {
+    for (; i + 8 <= i1; i += 8)
+      tile<T, 8, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  }
+  for (; i + 4 <= i1; i += 4)
+    tile<T, 4, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i + 2 <= i1; i += 2)
+    tile<T, 2, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i < i1; ++i)
+    tile<T, 1, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+}
+
+// How op(B) (k, n) is laid out in panels: `stride` values a row (P, or W
+// when all of B fits in one vector's width, so a 16-column B is not padded
+// to 32), panel q holding columns q*stride .. q*stride+stride-1 at
+// packed + q*stride*k, zero-padded past n.
+struct Panels {
+  int64_t stride, count;
+};
+template <class T>
+Panels panels_for(int64_t n) {
+  const int64_t stride = n <= kVecWidth<T> ? kVecWidth<T> : kPanelWidth<T>;
+  return {stride, (n + stride - 1) / stride};
+}
+
+// Copies panel q of op(B) into `packed`.
+template <class T>
+void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const T* b, int64_t ldb,
+                T* packed) {
+  const int64_t ps = pl.stride, j0 = q * ps, width = std::min(ps, n - j0);
+  T* panel = packed + j0 * k;
+  if (!trans_b) {
+    for (int64_t p = 0; p < k; ++p) {
+      std::memcpy(panel + p * ps, b + p * ldb + j0, width * sizeof(T));
+      std::fill(panel + p * ps + width, panel + (p + 1) * ps, T(0));
+    }
+  } else {
+    // op(B)(p, j) = b[j * ldb + p]: each panel row gathers one column of
+    // the stored B (element by element: the slow part of a tiny product).
+    const T* bj = b + j0 * ldb;
+    for (int64_t p = 0; p < k; ++p) {
+      T* dst = panel + p * ps;
+      for (int64_t j = 0; j < width; ++j) dst[j] = bj[j * ldb + p];
+      for (int64_t j = width; j < ps; ++j) dst[j] = T(0);
+    }
+  }
+}
+
+// Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1, from the packed
+// op(B), block by block.
+template <class T>
+void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
+                 int64_t k, T alpha, const T* a, int64_t lda, const T* packed, Panels pl, T beta,
+                 T* c, int64_t ldc) {
+  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1, ps = pl.stride;
+  for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock) {
+    const int64_t r1 = std::min(i1, r0 + kRowBlock);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
+      const int64_t kc = std::min(kDepthBlock, k - p0);
+      const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
+      const T* a_block = a + p0 * a_cs;
+      for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
+        const int64_t width = std::min(ps, n - j0);
+        const T* panel = packed + j0 * k + p0 * ps;
+        if (width > kVecWidth<T>)
+          tile_rows<T, kPanelVecs>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta,
+                                   c + j0, ldc, width);
+        else
+          tile_rows<T, 1>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta, c + j0,
+                          ldc, width);
+      }
+    }
+  }
+}
+
+// A product whose op(B) fits in one vector per row and kTinyDepth rows
+// (attention's 16 x 16 x 16 per head): op(B) goes into a panel on the stack
+// and the rows of C go straight to the tiles, without the general path's
+// buffer, blocking loops and bookkeeping, which cost as much as the
+// arithmetic at this size.
+constexpr int64_t kTinyDepth = 32;
+
+template <class T>
+bool is_tiny(int64_t n, int64_t k) {
+  return n <= kVecWidth<T> && k <= kTinyDepth;
+}
+
+template <class T>
+void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  constexpr int64_t W = kVecWidth<T>;
+  alignas(64) T panel[kTinyDepth * W];
+  pack_panel(trans_b, 0, Panels{W, 1}, k, n, b, ldb, panel);
+  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
+  tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, W, alpha, beta, c, ldc, n);
+}
+
+// The whole product with our kernel, on `threads` threads. The panels of
+// op(B) go into one buffer of the calling thread. Each thread then computes
+// its own rows of C (whole tiles of R = 8 rows), after the panels are packed in
+// parallel; or, when C has few rows or many panels (a weight gradient:
+// 64 x 64 with k = 1024; a 1024 x 1024 square), its own panels, which it
+// packs itself, so that no thread reads a panel from another core's cache
+// (that made a weight gradient slower on 2 threads than on 1). Either
+// way each element of C is summed by one thread in one order, so the result
+// does not depend on the thread count.
+template <class T>
+void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+  const Panels pl = panels_for<T>(n);
+  // One buffer per calling thread, grown as needed and reused by every later call.
+  thread_local std::vector<T> buffer;
+  const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
+  if (buffer.size() < size) buffer.resize(size);
+  T* packed = buffer.data();
+  constexpr int64_t R = kTileVecs / kPanelVecs;  // rows of a full-width tile
+  const int64_t tiles = (m + R - 1) / R;
+  if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
+    for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    return;
+  }
+  // By panels when C has few rows (up to 16 tiles a thread) or many panels
+  // (4 a thread); with 2 panels and 1024 rows (x.W of the tiny encoder)
+  // splitting rows is faster: by panels, both threads would stream all of A
+  // for half the arithmetic each (measured in docs/results.md, "GEMM").
+  const bool by_panels =
+      pl.count >= threads && (tiles <= 16 * threads || pl.count >= 4 * threads);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (by_panels) {
+      const int64_t q0 = pl.count * t / nt, q1 = pl.count * (t + 1) / nt;
+      for (int64_t q = q0; q < q1; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+      // (the loop's implicit barrier: every panel is packed before any is read)
+      const int64_t i0 = std::min(m, tiles * t / nt * R), i1 = std::min(m, tiles * (t + 1) / nt * R);
+      if (i0 < i1)
+        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+  if (threads <= 1 && is_tiny<T>(n, k))
+    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t, int);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t, int);
+
+}  // namespace sg::kernel::tile
