@@ -22,6 +22,7 @@
 // gelu) have no backward of their own.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "autograd/node.hpp"
@@ -61,7 +62,9 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor abs(const Tensor& x);  // gradient sign(x), 0 at 0
 Tensor pow(const Tensor& x, double exponent);
-Tensor gelu(const Tensor& x);  // tanh approximation
+// x * Phi(x), PyTorch's gelu: approximate "none" (default) is the exact form
+// with erf, "tanh" the approximation GPT-2 uses (they differ by up to ~5e-4).
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 
 // ---- reductions ----
 Tensor sum(const Tensor& x);

@@ -66,11 +66,13 @@ MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dr
   if (hiddens <= 0 || heads <= 0 || hiddens % heads != 0)
     fail("MultiHeadAttention: num_heads ", heads, " must divide num_hiddens ", hiddens);
   const int64_t head_dim = hiddens / heads;
-  using Kind = AttentionPositions::Kind;
-  if (positions.kind == Kind::rotary && head_dim % 2 != 0)
+  if (positions.kind != Positional::none && !in_attention(positions.kind))
+    fail("MultiHeadAttention: positions '", positional_name(positions.kind),
+         "' are added to the embeddings, not carried by attention (none, relative or rotary)");
+  if (positions.kind == Positional::rotary && head_dim % 2 != 0)
     fail("MultiHeadAttention: rotary positions rotate pairs of features, so the head dimension "
          "must be even; num_hiddens ", hiddens, " / num_heads ", heads, " = ", head_dim);
-  if (positions.kind == Kind::relative) {
+  if (positions.kind == Positional::relative) {
     if (positions.max_distance < 1)
       fail("MultiHeadAttention: max_distance must be at least 1, got ", positions.max_distance);
     // Initialised like a learned absolute encoding; the table is shared by the heads.
@@ -95,7 +97,6 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
          values.shape(), " must be (B, Q, ", num_hiddens, "), (B, K, ", num_hiddens, ") and (B, K, ",
          num_hiddens, ")");
   const int64_t batch = queries.shape()[0], nq = queries.shape()[1], nk = keys.shape()[1];
-  using Kind = AttentionPositions::Kind;
   Tensor lens;
   if (valid_lens.defined()) {
     if (valid_lens.dtype() != int64 || (valid_lens.shape() != Shape{batch} &&
@@ -118,7 +119,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     return attention_dropout->forward(weights);
   };
 
-  if (positions.kind == Kind::none) {
+  if (positions.kind == Positional::none) {
     // The heads stay side by side in (B, T, h*d): head_scores and head_pool
     // read and write each head's columns in place, the same arithmetic as
     // the split-heads path below without its four copies.
@@ -130,10 +131,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
   Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
   const Tensor v = split_heads(W_v->forward(values), num_heads);  // (B*h, K, d)
-  if (positions.kind == Kind::rotary) q = rope(q), k = rope(k);  // query i at position i, key j at j
+  if (positions.kind == Positional::rotary) q = rope(q), k = rope(k);  // query i at position i, key j at j
   Tensor scores = matmul(q, k, false, true);  // (B*h, Q, K)
   Tensor offsets;                             // (Q, K) rows of the relative tables
-  if (positions.kind == Kind::relative) {
+  if (positions.kind == Positional::relative) {
     offsets = clipped_offsets(nq, nk, positions.max_distance);
     scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
   }

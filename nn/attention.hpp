@@ -22,12 +22,14 @@
 //     through the rotation; no parameters; the head dimension must be even.
 #include "nn/basic.hpp"
 #include "nn/linear.hpp"
+#include "nn/positional.hpp"
 
 namespace sg::nn {
 
+// Filled with designated initializers:
+//   MultiHeadAttention mha(64, 4, 0.0, false, false, {.kind = Positional::relative, .max_distance = 4});
 struct AttentionPositions {
-  enum class Kind { none, relative, rotary };
-  Kind kind = Kind::none;
+  Positional kind = Positional::none;  // none, relative or rotary (in_attention kinds)
   int64_t max_distance = 8;     // relative: offsets beyond +-max_distance share a vector
   bool relative_values = true;  // relative: also Shaw et al.'s table for the values
 };

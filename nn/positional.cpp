@@ -6,6 +6,33 @@
 #include "nn/init.hpp"
 
 namespace sg::nn {
+
+namespace {
+constexpr Positional kAll[] = {Positional::none, Positional::sinusoidal, Positional::learned,
+                               Positional::relative, Positional::rotary};
+}  // namespace
+
+const char* positional_name(Positional p) {
+  switch (p) {
+    case Positional::none: return "none";
+    case Positional::sinusoidal: return "sinusoidal";
+    case Positional::learned: return "learned";
+    case Positional::relative: return "relative";
+    case Positional::rotary: return "rotary";
+  }
+  fail("positional_name: not a kind of positions (", static_cast<int>(p), ")");
+}
+
+Positional parse_positional(const std::string& name) {
+  std::string known;
+  for (Positional p : kAll) {
+    if (name == positional_name(p)) return p;
+    known += known.empty() ? positional_name(p) : std::string(", ") + positional_name(p);
+  }
+  fail("positional encoding '", name, "' is not one of ", known);
+}
+
+bool in_attention(Positional p) { return p == Positional::relative || p == Positional::rotary; }
 namespace {
 
 // P: (1, max_len, d) -> X + P[:, offset:offset+T, :] for X: (B, T, d), then dropout.

@@ -1,8 +1,27 @@
 #pragma once
 // Positional encodings: what tells a self-attention layer where each token is.
+#include <string>
+
 #include "nn/basic.hpp"
 
 namespace sg::nn {
+
+// Where a model gets token positions from, the one list of kinds for every
+// layer that takes positions:
+//   none                  nothing (self-attention alone is permutation-equivariant)
+//   sinusoidal, learned   an absolute encoding added to the embeddings
+//                         (PositionalEncoding, LearnedPositionalEncoding below)
+//   relative, rotary      inside attention (MultiHeadAttention, nn/attention.hpp)
+// A new kind is a value here, its name in positional.cpp, and its code in the
+// file that implements it.
+enum class Positional { none, sinusoidal, learned, relative, rotary };
+// "none", "sinusoidal", "learned", "relative", "rotary"
+const char* positional_name(Positional p);
+// The kind named `name`; throws naming every kind when there is none.
+Positional parse_positional(const std::string& name);
+// True for the kinds attention carries itself (relative, rotary), false for
+// none and the encodings added to the embeddings.
+bool in_attention(Positional p);
 
 // The fixed sinusoidal encoding of Dive into Deep Learning:
 //   P[i, 2j]   = sin(i / 10000^(2j / d))

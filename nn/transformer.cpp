@@ -42,24 +42,6 @@ Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_len
   return addnorm2->forward(Y, ffn->forward(Y));
 }
 
-const char* positional_name(Positional p) {
-  switch (p) {
-    case Positional::none: return "none";
-    case Positional::sinusoidal: return "sinusoidal";
-    case Positional::learned: return "learned";
-    case Positional::relative: return "relative";
-    case Positional::rotary: return "rotary";
-  }
-  return "?";
-}
-
-Positional parse_positional(const std::string& name) {
-  for (Positional p : {Positional::none, Positional::sinusoidal, Positional::learned, Positional::relative,
-                       Positional::rotary})
-    if (name == positional_name(p)) return p;
-  fail("positional encoding '", name, "' is not one of none, sinusoidal, learned, relative, rotary");
-}
-
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
   embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
   switch (o.positional) {
@@ -75,11 +57,9 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : opt
       embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
       break;
   }
-  AttentionPositions positions;
-  if (o.positional == Positional::relative) positions.kind = AttentionPositions::Kind::relative;
-  if (o.positional == Positional::rotary) positions.kind = AttentionPositions::Kind::rotary;
-  positions.max_distance = o.max_distance;
-  positions.relative_values = o.relative_values;
+  const AttentionPositions positions{.kind = in_attention(o.positional) ? o.positional : Positional::none,
+                                     .max_distance = o.max_distance,
+                                     .relative_values = o.relative_values};
   for (int64_t i = 0; i < o.num_blocks; ++i)
     blocks.push_back(register_module(
         "blocks." + std::to_string(i),

@@ -46,14 +46,6 @@ class TransformerEncoderBlock : public Module {
   bool pre_norm;
 };
 
-// Where the encoder gets positions from: nothing, an absolute encoding added
-// to the embeddings (sinusoidal, learned), or attention itself (relative,
-// rotary: see AttentionPositions).
-enum class Positional { none, sinusoidal, learned, relative, rotary };
-const char* positional_name(Positional p);
-// "none", "sinusoidal", "learned", "relative", "rotary"
-Positional parse_positional(const std::string& name);
-
 struct TransformerEncoderOptions {
   int64_t vocab_size = 16;
   int64_t num_hiddens = 64;

@@ -13,20 +13,9 @@
 #include <cstdio>
 
 #include "nn/encoder_training.hpp"
+#include "test_util.hpp"
 
-namespace {
-
-// Resident set size in bytes, from /proc/self/statm (second field, in pages).
-long resident_bytes() {
-  long size = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return -1;
-  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
-}
-
-}  // namespace
+using test_util::resident_bytes;
 
 TEST_CASE("a thousand encoder training steps keep graph nodes and resident memory flat", "[memory][training]") {
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,12 +1,21 @@
 #pragma once
-// Helpers shared by the kernel tests: tensors from plain vectors, and seeded
-// random values drawn with the standard library (independently of sg's own
-// generator, so a bug there cannot hide in the expected values).
+// The one place for helpers that more than one test file uses, each written
+// once: tensors from plain vectors, seeded random values drawn with the
+// standard library (independently of sg's own generator, so a bug there
+// cannot hide in the expected values), value comparisons, gradchecks with the
+// default tolerances, temporary folders and files, resident memory, and the
+// small models the nn tests share.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <random>
@@ -16,6 +25,10 @@
 #include <smallgrad.hpp>
 
 namespace test_util {
+
+using sg::Shape;
+using sg::Tensor;
+using Inputs = std::vector<Tensor>;
 
 inline int64_t count(const sg::Shape& s) {
   int64_t n = 1;
@@ -118,6 +131,167 @@ inline void randomize(sg::nn::Module& module, uint64_t seed) {
   for (const auto& [name, p] : module.named_parameters())
     state[name] = sg::randn(p.shape(), gen, p.dtype(), 0.0, 0.5);
   module.load_state_dict(state);
+}
+
+// Restores the thread count when the test ends.
+struct ThreadCount {
+  int saved = sg::num_threads();
+  ~ThreadCount() { sg::set_num_threads(saved); }
+};
+
+// ---- values ----
+
+// Values in [0.5, 2): safe for log, sqrt, fractional powers and division.
+inline Tensor positive(const Shape& shape, uint64_t seed) {
+  sg::Generator gen(seed);
+  return sg::rand(shape, gen, sg::float64, 0.5, 2.0);
+}
+
+// An int64 tensor of ids, valid lengths or targets.
+inline Tensor ids(std::vector<int64_t> v, const Shape& shape) { return sg::from_vector(v, shape); }
+
+inline std::string shape_str(const Shape& s) { return sg::detail::cat(s); }
+
+// Naive softmax of one row, in double.
+inline std::vector<double> softmax_row(const std::vector<double>& z) {
+  double m = z[0];
+  for (double v : z) m = std::max(m, v);
+  double total = 0;
+  std::vector<double> e(z.size());
+  for (size_t j = 0; j < z.size(); ++j) total += e[j] = std::exp(z[j] - m);
+  for (double& v : e) v /= total;
+  return e;
+}
+
+// Rotates u (d values, d even) in place for position t, by the formula of
+// rotary embeddings: pair (2j, 2j+1) turns by t * 10000^(-2j/d).
+inline void rotate(std::vector<double>& u, int64_t t) {
+  const size_t d = u.size();
+  for (size_t j = 0; j < d / 2; ++j) {
+    const double a = static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+    const double x = u[2 * j], y = u[2 * j + 1];
+    u[2 * j] = x * std::cos(a) - y * std::sin(a);
+    u[2 * j + 1] = x * std::sin(a) + y * std::cos(a);
+  }
+}
+
+// ---- comparisons ----
+
+// got has shape and T's dtype and exactly the values want.
+template <class T>
+void check_exact(const Tensor& got, const Shape& shape, const std::vector<T>& want) {
+  REQUIRE(got.shape() == shape);
+  REQUIRE(got.dtype() == sg::dtype_of<T>);
+  CHECK(got.to_vector<T>() == want);
+}
+
+// Tolerances of the kernel tests per element type: one or a few roundings.
+template <class T>
+struct Tol;
+template <>
+struct Tol<float> {
+  static constexpr double rel = 1e-5, abs = 1e-6;
+};
+template <>
+struct Tol<double> {
+  static constexpr double rel = 1e-12, abs = 1e-14;
+};
+template <>
+struct Tol<int64_t> {
+  static constexpr double rel = 0, abs = 0;
+};
+
+// check_values with Tol<T>'s tolerances.
+template <class T>
+void check_values(const Tensor& got, const Shape& shape, const std::vector<double>& want) {
+  check_values<T>(got, shape, want, Tol<T>::rel, Tol<T>::abs);
+}
+
+// Runs sg::gradcheck with the default (tight) tolerances and requires it to
+// pass on every element of every floating input.
+inline void check_gradient(const std::string& name, const sg::GradcheckFn& fn, const Inputs& inputs,
+                           sg::GradcheckOptions options = {}) {
+  options.name = name;
+  const sg::GradcheckResult r = sg::gradcheck(fn, inputs, options);
+  INFO(name);
+  REQUIRE(r);
+  int64_t expected = 0;
+  for (const Tensor& t : inputs)
+    if (sg::is_floating(t.dtype())) expected += std::min(t.numel(), options.max_elements);
+  REQUIRE(r.checked == expected);
+}
+
+// ---- models ----
+
+// The names of a list of named tensors, in order.
+inline std::vector<std::string> names_of(const sg::nn::NamedTensors& list) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : list) out.push_back(name);
+  return out;
+}
+
+// A two-block encoder small enough to gradcheck every element.
+inline sg::nn::TransformerEncoderOptions tiny_encoder(sg::nn::Positional positional, double dropout = 0,
+                                                      bool pre_norm = false) {
+  sg::nn::TransformerEncoderOptions o;
+  o.vocab_size = 7;
+  o.num_hiddens = 8;
+  o.ffn_num_hiddens = 12;
+  o.num_heads = 2;
+  o.num_blocks = 2;
+  o.dropout = dropout;
+  o.positional = positional;
+  o.max_len = 6;
+  o.max_distance = 2;  // sequences of 4: offsets up to 3 are clipped
+  o.pre_norm = pre_norm;
+  return o;
+}
+
+// ---- files and memory ----
+
+// A fresh directory under the system's temporary directory, removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("smallgrad_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // Names in the directory (to see that no temporary file was left behind).
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Resident set size in bytes, from /proc/self/statm (second field, in pages);
+// -1 where it cannot be read.
+inline long resident_bytes() {
+  long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
 }
 
 }  // namespace test_util

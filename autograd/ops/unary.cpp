@@ -87,14 +87,4 @@ Tensor pow(const Tensor& x, double p) {
   });
 }
 
-// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-// A composition: its gradient comes from the ops it is made of.
-Tensor gelu(const Tensor& x) {
-  if (!is_floating(x.dtype()))  // else pow, the first op below, would take the blame
-    fail("gelu: needs a float32 or float64 tensor, got ", x.dtype(), " ", x.shape());
-  const double c = 0.7978845608028654;  // sqrt(2 / pi)
-  Tensor inner = (x + pow(x, 3.0) * 0.044715) * c;
-  return x * (tanh(inner) + 1.0) * 0.5;
-}
-
 }  // namespace sg

@@ -14,9 +14,12 @@
 #include <thread>
 #include <unistd.h>
 
+#include "test_util.hpp"
+
 using Catch::Contains;
 using sg::Grads;
 using sg::Tensor;
+using test_util::resident_bytes;
 
 namespace {
 
@@ -43,15 +46,6 @@ Tensor counted_double(const Tensor& x, int* calls) {
                     });
 }
 
-// Resident set size in bytes, from /proc/self/statm (second field, in pages).
-long resident_bytes() {
-  long size = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return -1;
-  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
-}
 
 }  // namespace
 
@@ -408,31 +402,4 @@ TEST_CASE("ten thousand training steps keep the node count and memory flat", "[a
   REQUIRE(rss_at_10000 - rss_at_1000 < 256 * 1024);
 #endif
   REQUIRE(loss < 0.5 * first_loss);  // and it did train
-}
-
-TEST_CASE("the profiler charges each op's forward and backward, and nothing while off", "[autograd]") {
-  const Tensor x = sg::ones({4, 4}, sg::float64).set_requires_grad();
-  sg::backward(sg::sum(sg::exp(x) * x));  // profiler off: nothing recorded
-  REQUIRE_FALSE(sg::profiling());
-  {
-    sg::ProfileGuard profile;
-    REQUIRE(sg::profiling());
-    REQUIRE(sg::profile_report().empty());
-    for (int i = 0; i < 3; ++i) sg::backward(sg::sum(sg::exp(x) * x));
-    sg::profile_mark("after");
-    std::map<std::string, int64_t> calls;
-    double total = 0;
-    for (const sg::OpProfile& p : sg::profile_report()) {
-      calls[p.name] = p.calls;
-      REQUIRE(p.seconds >= 0);
-      total += p.seconds;
-    }
-    REQUIRE(total > 0);
-    for (const char* op : {"exp", "mul", "sum", "exp backward", "mul backward", "sum backward"}) {
-      INFO(op);
-      REQUIRE(calls[op] == 3);
-    }
-    REQUIRE(calls["after"] == 1);
-  }
-  REQUIRE_FALSE(sg::profiling());
 }

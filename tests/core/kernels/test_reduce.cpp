@@ -29,6 +29,7 @@ using test_util::uniform_values;
 using test_util::unravel;
 using test_util::ravel;
 using test_util::check_values;
+using test_util::ThreadCount;
 
 namespace {
 
@@ -103,10 +104,6 @@ Shape keep_shape(Shape s, int64_t axis) {
   return s;
 }
 
-struct ThreadCount {
-  int saved = sg::num_threads();
-  ~ThreadCount() { sg::set_num_threads(saved); }
-};
 
 const std::vector<Shape>& axis_shapes() {
   static const std::vector<Shape> s = {{5}, {1}, {3, 4}, {4, 1}, {1, 6}, {2, 3, 4}, {2, 1, 3, 5}, {3, 2, 1, 2, 3}};

@@ -1,0 +1,71 @@
+// GELU, x * Phi(x), in PyTorch's two forms (torch.nn.functional.gelu):
+//   approximate = "none"  exact, with the normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2
+//   approximate = "tanh"  0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+//                         (GPT-2's form); differs from the exact one by up to ~5e-4
+// Forward and backward are one pass each over the elements; the backward
+// recomputes from x (cheaper than keeping Phi).
+#include <cmath>
+#include <string>
+
+#include "autograd/ops.hpp"
+#include "core/parallel.hpp"
+
+namespace sg {
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kInvSqrt2 = 0.7071067811865476;     // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;   // 1 / sqrt(2 pi), the normal pdf at 0
+
+// value(v) -> gelu(v); slope(v) -> d gelu / dv.
+template <class T>
+T exact_value(T v) { return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2))); }
+template <class T>
+T exact_slope(T v) {
+  // Phi(v) + v phi(v)
+  return T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+}
+template <class T>
+T tanh_value(T v) { return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v))); }
+template <class T>
+T tanh_slope(T v) {
+  // 0.5 (1 + t) + 0.5 v (1 - t^2) du/dv, du/dv = sqrt(2/pi) (1 + 3 * 0.044715 v^2)
+  const T t = std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v));
+  return T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * v * v);
+}
+
+// out[i] = f(x[i]) (g undefined) or g[i] * f(x[i]); x: any shape -> same shape.
+template <bool kSlope>
+Tensor apply(const Tensor& x, const Tensor& g, bool exact) {
+  Tensor out = empty(x.shape(), x.dtype());
+  visit_floating(x, "gelu", [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = x.data<T>();
+    const T* gv = kSlope ? g.data<T>() : nullptr;
+    T* o = out.data<T>();
+    const int64_t n = x.numel();
+    parallel_for(n, n >= kParallelElementwise, [&](int64_t i) {
+      if constexpr (kSlope)
+        o[i] = gv[i] * (exact ? exact_slope(a[i]) : tanh_slope(a[i]));
+      else
+        o[i] = exact ? exact_value(a[i]) : tanh_value(a[i]);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+// x: any shape -> same shape.
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    fail("gelu: approximate must be \"none\" (exact, erf) or \"tanh\", got \"", approximate, "\"");
+  if (!is_floating(x.dtype()))
+    fail("gelu: needs a float32 or float64 tensor, got ", x.dtype(), " ", x.shape());
+  const bool exact = approximate == "none";
+  return record("gelu", apply<false>(x, Tensor(), exact), {x}, [x, exact](const Tensor& g) -> Grads {
+    return {apply<true>(x, g, exact)};
+  });
+}
+
+}  // namespace sg

@@ -1,0 +1,100 @@
+// autograd/ops/dropout.cpp: the counter-based mask, its scaling, and the
+// same mask on any thread count.
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include <smallgrad.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "test_util.hpp"
+
+using Catch::Contains;
+using sg::Grads;
+using sg::Shape;
+using sg::Tensor;
+using Inputs = std::vector<Tensor>;
+using test_util::normal;
+using namespace test_util;
+
+// ---------------------------------------------------------------------------
+// dropout
+// ---------------------------------------------------------------------------
+
+TEST_CASE("dropout is the identity at p = 0 and in eval mode", "[autograd][gradcheck]") {
+  const Tensor x = normal({3, 4}, 140);
+  sg::Generator gen(1);
+  REQUIRE(sg::dropout(x, 0.0, true, gen).is_same(x));
+  REQUIRE(sg::dropout(x, 0.5, false, gen).is_same(x));
+  check_gradient("dropout p=0", [](const Inputs& in) { sg::Generator g(1); return sg::dropout(in[0], 0.0, true, g); }, {x});
+  check_gradient("dropout eval", [](const Inputs& in) { sg::Generator g(1); return sg::dropout(in[0], 0.5, false, g); }, {x});
+  REQUIRE_THROWS_WITH(sg::dropout(x, 1.0, true, gen), Contains("dropout: p must be in [0, 1), got 1"));
+  REQUIRE_THROWS_WITH(sg::dropout(x, -0.1, true, gen), Contains("got -0.1"));
+}
+
+TEST_CASE("dropout with a fixed mask gradchecks but a fresh mask per call does not", "[autograd][gradcheck]") {
+  const Tensor x = normal({4, 5}, 141);
+  const sg::Generator base(42);
+  // A copy of the generator inside fn: every evaluation draws the same mask.
+  check_gradient("dropout p=0.3 same mask", [base](const Inputs& in) {
+    sg::Generator g = base;
+    return sg::dropout(in[0], 0.3, true, g);
+  }, {x});
+  check_gradient("dropout p=0.5 composed", [base](const Inputs& in) {
+    sg::Generator g = base;
+    return sg::dropout(sg::tanh(in[0]), 0.5, true, g) * in[0];
+  }, {x});
+  sg::Generator shared(42);
+  auto fresh = [&shared](const Inputs& in) { return sg::dropout(in[0], 0.3, true, shared); };
+  REQUIRE_FALSE(sg::gradcheck(fresh, {x}));
+}
+
+TEST_CASE("dropout scales kept values by 1/(1-p) and drops about p of them", "[autograd]") {
+  const Tensor x = sg::ones({200000}, sg::float64);
+  for (double p : {0.1, 0.3, 0.9}) {
+    sg::Generator gen(7);
+    const auto y = sg::dropout(x, p, true, gen).to_vector<double>();
+    const double keep = 1.0 / (1.0 - p);
+    int64_t dropped = 0, wrong = 0;
+    for (double v : y) {
+      if (v == 0)
+        ++dropped;
+      else if (std::fabs(v - keep) > 1e-15 * keep)
+        ++wrong;
+    }
+    REQUIRE(wrong == 0);  // every kept value is exactly x / (1 - p)
+    const double fraction = static_cast<double>(dropped) / static_cast<double>(y.size());
+    INFO("p " << p << " dropped " << fraction);
+    REQUIRE(std::fabs(fraction - p) < 0.01);  // about 10 standard deviations
+  }
+  // The same seed gives the same mask.
+  sg::Generator g1(3), g2(3);
+  REQUIRE(sg::dropout(x, 0.5, true, g1).to_vector<double>() == sg::dropout(x, 0.5, true, g2).to_vector<double>());
+}
+
+TEST_CASE("dropout's mask is the same on any thread count, and neighbours are independent", "[autograd]") {
+  const Tensor x = sg::ones({300000}, sg::float32);  // above the parallel threshold
+  const int saved = sg::num_threads();
+  std::vector<std::vector<float>> masks;
+  for (int threads : {1, 2}) {
+    sg::set_num_threads(threads);
+    sg::Generator gen(11);
+    masks.push_back(sg::dropout(x, 0.5, true, gen).to_vector<float>());
+  }
+  sg::set_num_threads(saved);
+  REQUIRE(masks[0] == masks[1]);
+  // Pairs (i, i+1): each of the four outcomes about a quarter of the time.
+  int64_t counts[4] = {};
+  for (size_t i = 0; i + 1 < masks[0].size(); i += 2) ++counts[(masks[0][i] > 0) * 2 + (masks[0][i + 1] > 0)];
+  for (int64_t c : counts) REQUIRE(std::fabs(static_cast<double>(c) / 150000 - 0.25) < 0.01);
+  // Two calls draw different masks; backward applies the forward's mask.
+  sg::Generator gen(11);
+  Tensor leaf = sg::ones({1000}, sg::float64).set_requires_grad();
+  const Tensor y1 = sg::dropout(leaf, 0.5, true, gen), y2 = sg::dropout(leaf, 0.5, true, gen);
+  REQUIRE(y1.to_vector<double>() != y2.to_vector<double>());
+  sg::backward(sg::sum(y1));
+  REQUIRE(leaf.grad().to_vector<double>() == y1.to_vector<double>());  // dy/dx = mask / (1 - p) = y for x = 1
+}

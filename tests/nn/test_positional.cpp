@@ -1,0 +1,76 @@
+// nn/positional.cpp: the sinusoidal and learned encodings, and the one enum
+// of kinds of positions.
+#include <catch2/catch.hpp>
+
+#include <smallgrad.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "test_util.hpp"
+
+using Catch::Contains;
+using sg::Shape;
+using sg::Tensor;
+using Inputs = std::vector<Tensor>;
+using test_util::check_module;
+using test_util::normal;
+using test_util::randomize;
+using namespace test_util;
+#include <vector>
+
+TEST_CASE("PositionalEncoding gradchecks, with and without an offset", "[nn][gradcheck][positional]") {
+  for (int64_t offset : {0, 5}) {
+    sg::nn::PositionalEncoding pe(8, 0.0, 10);
+    auto fn = [&](const Inputs& in) { return pe.forward(in[0], offset); };
+    check_module("PositionalEncoding, offset " + std::to_string(offset), pe, fn, {normal({2, 3, 8}, 20)});
+    REQUIRE(pe.P.dtype() == sg::float64);  // buffers convert with the module
+  }
+}
+
+TEST_CASE("LearnedPositionalEncoding gradchecks, with and without an offset", "[nn][gradcheck][positional]") {
+  sg::manual_seed(21);
+  for (int64_t offset : {0, 4}) {
+    // Rows of P outside [offset, offset + 3) must get exactly zero gradient,
+    // and gradcheck compares them too.
+    sg::nn::LearnedPositionalEncoding pe(4, 0.0, 8);
+    auto fn = [&](const Inputs& in) { return pe.forward(in[0], offset); };
+    check_module("LearnedPositionalEncoding, offset " + std::to_string(offset), pe, fn,
+                 {normal({2, 3, 4}, 22)});
+  }
+}
+
+TEST_CASE("Positional encodings reject odd widths and positions past max_len", "[nn][positional]") {
+  REQUIRE_THROWS_WITH(sg::nn::PositionalEncoding(7, 0.0),
+                      Contains("PositionalEncoding: num_hiddens must be positive and even") && Contains("got 7"));
+  sg::nn::PositionalEncoding pe(8, 0.0, 10);
+  const Tensor x = sg::zeros({2, 4, 8});
+  REQUIRE_NOTHROW(pe.forward(x, 6));  // positions 6..9: the last ones there are
+  REQUIRE_THROWS_WITH(pe.forward(x, 7),
+                      "PositionalEncoding: positions [7, 11) for input (2, 4, 8) exceed max_len 10");
+  REQUIRE_THROWS_WITH(pe.forward(x, -1), Contains("positions [-1, 3)"));
+  REQUIRE_THROWS_WITH(pe.forward(sg::zeros({2, 4, 6})), Contains("must be (batch, steps, 8)"));
+
+  sg::nn::LearnedPositionalEncoding learned(8, 0.0, 10);
+  REQUIRE_THROWS_WITH(learned.forward(sg::zeros({1, 11, 8})),
+                      "LearnedPositionalEncoding: positions [0, 11) for input (1, 11, 8) exceed max_len 10");
+}
+
+TEST_CASE("The sinusoidal table starts as sin 0 = 0 and cos 0 = 1", "[nn][positional]") {
+  sg::nn::PositionalEncoding pe(6, 0.0, 3);
+  const auto p = pe.P.to_vector<double>();
+  REQUIRE(std::vector<double>(p.begin(), p.begin() + 6) == std::vector<double>{0, 1, 0, 1, 0, 1});
+  // Row 1, pair j = 1: angle 1 / 10000^(2/6).
+  REQUIRE(p[6 + 2] == Approx(std::sin(1 / std::pow(10000.0, 2.0 / 6))));
+  REQUIRE(p[6 + 3] == Approx(std::cos(1 / std::pow(10000.0, 2.0 / 6))));
+}
+
+TEST_CASE("parse_positional knows all five kinds", "[nn][positions]") {
+  using sg::nn::Positional;
+  for (Positional kind : {Positional::none, Positional::sinusoidal, Positional::learned, Positional::relative,
+                          Positional::rotary})
+    REQUIRE(sg::nn::parse_positional(sg::nn::positional_name(kind)) == kind);
+  REQUIRE_THROWS_WITH(sg::nn::parse_positional("alibi"),
+                      "positional encoding 'alibi' is not one of none, sinusoidal, learned, relative, rotary");
+}
