@@ -17,6 +17,7 @@
 //   autograd/ops/layer_norm.cpp  layer_norm (fused)
 //   autograd/ops/dropout.cpp     dropout (counter-based mask, never stored)
 //   autograd/ops/cross_entropy.cpp cross_entropy (fused log-softmax)
+//   autograd/ops/softplus.cpp    softplus
 //
 // Ops that are compositions of others (sub, neg, mean, scalar arithmetic,
 // gelu) have no backward of their own.
@@ -65,6 +66,9 @@ Tensor pow(const Tensor& x, double exponent);
 // x * Phi(x), PyTorch's gelu: approximate "none" (default) is the exact form
 // with erf, "tanh" the approximation GPT-2 uses (they differ by up to ~5e-4).
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
+// (PyTorch's softplus); the gradient is sigmoid(beta x).
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
 // ---- reductions ----
 Tensor sum(const Tensor& x);
