@@ -12,10 +12,12 @@ Linear::Linear(int64_t in, int64_t out, bool use_bias) : in_features(in), out_fe
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (x.dim() == 0 || x.shape().back() != in_features)
-    fail("Linear: input of shape ", x.shape(), " does not end in in_features ", in_features,
-         " (weight ", weight.shape(), ")");
-  return linear(x, weight, bias);
+  // The op checks the shapes; its message gets the layer's name in front.
+  try {
+    return linear(x, weight, bias);
+  } catch (const Error& e) {
+    fail("Linear(", in_features, " -> ", out_features, "): ", e.what());
+  }
 }
 
 }  // namespace sg::nn
