@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Draw the autograd graph of a MultiHeadAttention forward as Graphviz DOT (and SVG)."};
   examples::describe_defaults(app);
   std::string out = "out/attention_graph";
-  app.add_option("--out", out, "output folder for attention.dot (and attention.svg when Graphviz is installed)");
+  app.add_option("--out", out, "output folder for attention.dot (and attention.svg when Graphviz is installed)")
+      ->check(examples::folder());
   return examples::run(app, argc, argv, [&] { return draw(out); });
 }

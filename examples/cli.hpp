@@ -140,9 +140,32 @@ inline std::string explain_extras(const CLI::App& app, const std::vector<std::st
   return "unexpected argument '" + extras.front() + "' (values follow their flags, as in --out DIR)";
 }
 
+// Help lines as "--steps INT:1..10000000=800   description": the type and
+// the default, without CLI11's lists of excluded and needed flags (the
+// descriptions say what goes with what, and a wrong combination says so).
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string out;
+    if (opt->get_type_size() != 0) {
+      if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
+      if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+      if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    }
+    return out;
+  }
+};
+
+// A folder name: anything but empty (an empty --out would write into /).
+inline CLI::Validator folder() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "a folder name cannot be empty" : ""; },
+                        "DIR");
+}
+
 // Help: descriptions in a wide column and every default shown.
 inline void describe_defaults(CLI::App& app) {
   app.option_defaults()->always_capture_default();
+  app.formatter(std::make_shared<Formatter>());
   app.get_formatter()->column_width(34);
   app.set_help_flag("-h,--help", "print this help and exit");
 }

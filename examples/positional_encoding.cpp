@@ -86,6 +86,6 @@ int main(int argc, char** argv) {
                "a numerical check of the relative-position property."};
   examples::describe_defaults(app);
   std::string out = "out/positional_encoding";
-  app.add_option("--out", out, "output folder for columns.svg and heatmap.svg");
+  app.add_option("--out", out, "output folder for columns.svg and heatmap.svg")->check(examples::folder());
   return examples::run(app, argc, argv, [&] { return study(out); });
 }

@@ -268,9 +268,10 @@ class CompareProgress {
     std::fflush(stderr);
   }
   void finished(int64_t k, const std::string& label, const Result& r) {
-    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  95%% at %s  %.1f s;  %s elapsed, about %s left%s\n",
+    const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
+    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
-                 r.acc_train_lengths, r.acc_longer, r.steps_to_95 < 0 ? "never" : std::to_string(r.steps_to_95).c_str(),
+                 r.acc_train_lengths, r.acc_longer, to95.c_str(),
                  r.seconds, duration(elapsed()).c_str(), duration(left(k, 0)).c_str(), tty_ ? "   " : "");
   }
 
@@ -362,7 +363,7 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
   out.write("results.csv", csv.str());
   out.write("results.md", table.str());
   out.commit();
-  std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << " seeds, " << base.steps
+  std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
             << " steps each)\nwrote " << out.dir()
             << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg\n";
   return 0;
@@ -396,7 +397,8 @@ int main(int argc, char** argv) {
       app.add_option("--load", load, "evaluate a checkpoint written by an earlier run (writes nothing)")
           ->check(CLI::ExistingFile);
   app.add_option("--out", out,
-                 "output folder: a run writes <out>/<task>_<encoding>_seed<seed>/, --compare <out>/compare/");
+                 "output folder: a run writes <out>/<task>_<encoding>_seed<seed>/, --compare <out>/compare/")
+      ->check(examples::folder());
   CLI::Option* task_opt = app.add_option("--task", c.task, "one run: shift, sort, reverse or count")
                               ->check(CLI::IsMember(sg::training::task_names()));
   CLI::Option* positional_opt =

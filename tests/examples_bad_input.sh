@@ -137,6 +137,7 @@ expect 2 "--load.*does not exist|--load.*not exist" $te --load "$work/nothing.sa
 : > "$work/a_file"
 expect 1 "--out '$work/a_file.*cannot make" $te --steps 5 --out "$work/a_file"
 expect 1 "--out '/proc/.*cannot make" $te --steps 5 --out /proc/no_such_place
+expect 2 "--out.*cannot be empty" $te --steps 5 --out ""
 expect 1 "--out '$work/a_file.*cannot make" $te --compare --steps 5 --out "$work/a_file"
 mkdir -p "$work/blocked/shift_sinusoidal_seed0/curve.svg"
 expect 1 "curve.svg.*other than a file" $te --steps 5 --out "$work/blocked"
@@ -167,6 +168,7 @@ expect 2 "unknown flag --stesp \(did you mean --steps\?\)" tensor_tour --stesp 5
 expect 2 "unknown flag --out" self_attention --out x
 expect 2 "unexpected argument 'now'" self_attention now
 expect 2 "--out" positional_encoding --out
+expect 2 "--out.*cannot be empty" attention_graph --out ""
 expect 1 "--out '$work/a_file.*cannot make" positional_encoding --out "$work/a_file"
 expect 1 "--out '/proc/.*cannot make" positional_encoding --out /proc/no_such_place
 expect 1 "--out '$work/a_file.*cannot make" attention_graph --out "$work/a_file"
@@ -179,7 +181,7 @@ for p in train_encoder tensor_tour positional_encoding self_attention attention_
     fail "$p --help: exit status not 0"
   # a flag line with nothing after it, whose next line is not its description
   elif awk '/^ +-/ { if (bare) exit 0; bare = ($0 ~ /^ +-[-a-zA-Z,]+( [^ ]+)? *$/); next }
-            { if (bare && $0 !~ /^ {10,}[^ ]/) exit 0; bare = 0 }
+            { if (bare && $0 !~ /^          +[^ ]/) exit 0; bare = 0 }
             END { exit bare ? 0 : 1 }' "$work/help"; then
     fail "$p --help: a flag without a description"
   fi
