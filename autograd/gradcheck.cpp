@@ -29,6 +29,7 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
   r.atol = opt.atol;
   r.rtol = opt.rtol;
   r.labels = labels;
+  r.per_input.resize(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) {
     r.input_shapes.push_back(leaves[i].shape());
     if (r.labels.size() <= i) r.labels.push_back("input " + std::to_string(i));
@@ -73,11 +74,14 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
       const double numeric = (plus - minus) / (2 * opt.eps);
       const double analytic = grad.defined() ? grad.data<double>()[j] : 0.0;
       const double error = std::fabs(analytic - numeric);
-      ++r.checked;
-      r.max_error = std::max(r.max_error, error);
+      GradcheckLeafSummary& part = r.per_input[i];
+      ++r.checked, ++part.checked;
+      // NaN counts as the worst error (std::max would drop it).
+      r.max_error = std::isnan(error) || error > r.max_error ? error : r.max_error;
+      part.max_error = std::isnan(error) || error > part.max_error ? error : part.max_error;
       if (!(error <= opt.atol + opt.rtol * std::fabs(numeric))) {  // NaN fails too
         r.ok = false;
-        ++r.failed;
+        ++r.failed, ++part.failed;
         if (static_cast<int>(r.mismatches.size()) < opt.max_reported)
           r.mismatches.push_back({i, j, unravel_index(j, leaves[i].shape()), analytic, numeric, error});
       }
@@ -103,6 +107,17 @@ std::string GradcheckResult::report() const {
   }
   os << "gradcheck failed for '" << name << "': " << failed << " of " << checked
      << " elements differ (atol " << atol << ", rtol " << rtol << ")";
+  size_t width = 5;
+  for (const std::string& l : labels) width = std::max(width, l.size());
+  for (size_t i = 0; i < per_input.size() && i < labels.size(); ++i) {
+    const GradcheckLeafSummary& p = per_input[i];
+    std::ostringstream shape;
+    shape << input_shapes[i];
+    os << "\n  " << (p.failed ? "FAIL " : "ok   ") << labels[i] << std::string(width - labels[i].size(), ' ') << " "
+       << shape.str() << ": " << p.checked << " checked";
+    if (p.checked) os << ", " << p.failed << " failed, worst error " << p.max_error;
+  }
+  if (!mismatches.empty()) os << "\n  first mismatches:";
   for (const auto& m : mismatches)
     os << "\n  " << labels[m.input] << " " << input_shapes[m.input] << ", element " << m.index << " "
        << m.coords << ": analytic " << m.analytic << ", numeric " << m.numeric << ", error "

@@ -41,6 +41,12 @@ struct GradcheckMismatch {
   double analytic, numeric, error;
 };
 
+// One input or parameter's part of a check.
+struct GradcheckLeafSummary {
+  int64_t checked = 0, failed = 0;
+  double max_error = 0;
+};
+
 struct GradcheckResult {
   bool ok = true;
   std::string name;
@@ -50,7 +56,11 @@ struct GradcheckResult {
   double atol = 0, rtol = 0;
   std::vector<Shape> input_shapes;
   std::vector<std::string> labels;  // "input 0", ... or a parameter's name
+  std::vector<GradcheckLeafSummary> per_input;  // one per input / parameter, as labels
   std::vector<GradcheckMismatch> mismatches;  // the first few
+  // Passed: one line. Failed: a line per input or parameter (label, shape,
+  // elements checked, failed, worst error), so the wrong one shows at a
+  // glance, then the first mismatching elements.
   std::string report() const;
   explicit operator bool() const { return ok; }
 };

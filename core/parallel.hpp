@@ -1,6 +1,8 @@
 #pragma once
 // The one way kernels use OpenMP threads. Private to the library's sources
 // (compiled with -fopenmp); not part of the umbrella header.
+#include <omp.h>
+
 #include <cstdint>
 
 #include "core/runtime.hpp"
@@ -13,10 +15,14 @@ namespace sg {
 // the region even when cond is false, about 2 µs each time, more than a
 // small tensor's arithmetic (it was 85% of the time of a chain of
 // 64-element ops). Iterations go to threads in fixed contiguous blocks.
+// The count is passed to every region: num_threads() is the process's, while
+// OpenMP's own setting would be the calling thread's. Inside another
+// parallel region the loop stays on its thread (no nested teams).
 template <class F>
 inline void parallel_for(int64_t n, bool parallel, F&& body) {
-  if (parallel && n > 1) {
-#pragma omp parallel for schedule(static)
+  const int threads = parallel && n > 1 && !omp_in_parallel() ? num_threads() : 1;
+  if (threads > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < n; ++i) body(i);
   } else {
     for (int64_t i = 0; i < n; ++i) body(i);

@@ -6,11 +6,21 @@
 
 namespace sg {
 
-// Sets the thread count for OpenMP loops and for BLIS together. Default:
-// OMP_NUM_THREADS if set, else every core. BLIS never threads inside an
-// OpenMP loop (those calls get a one-thread BLIS runtime).
-void set_num_threads(int n);
-int num_threads();
+// The thread count of the whole process, for every OpenMP loop of the
+// library and every BLIS call together, whichever thread calls: set once,
+// it holds for threads started before and after. BLIS never threads inside
+// an OpenMP loop (those calls get a one-thread BLIS runtime).
+//
+// Default (automatic): OMP_NUM_THREADS if set; otherwise the cores that other
+// processes leave free, measured every 100 ms (every core on an idle machine,
+// one of two while another program keeps a core busy), because OpenMP's
+// threads spin-wait and a thread that has to share its core makes every
+// parallel region wait for it. Results do not depend on the count.
+inline constexpr int kMaxThreads = 1024;
+void set_num_threads(int n);      // 1 .. kMaxThreads; fixes the count
+void use_automatic_threads();     // back to the automatic count, even with OMP_NUM_THREADS set
+bool automatic_threads_in_use();  // false after set_num_threads or with OMP_NUM_THREADS
+int num_threads();                // the count in force now
 
 // Name of the BLIS kernel set in use ("skx", "zen3", "haswell", "generic"...).
 // BLIS 0.9 does not recognise recent CPUs and falls back to slow generic
@@ -22,6 +32,9 @@ std::string blis_kernels();
 std::string expected_blis_kernels();
 
 namespace detail {
+// The automatic count for `others` cores' worth of other processes' work on
+// `cores` cores (at least 1).
+int threads_for_load(double others, int cores);
 // Picks BLIS's kernels (the rule above) and initialises BLIS, once per
 // process. Every call into BLIS goes after it: the kernel choice is read
 // only when BLIS initialises.

@@ -4,13 +4,12 @@
 // it to SVG when Graphviz's `dot` program is installed.
 //
 //   attention_graph [--out DIR]       writes DIR/attention.dot (and .svg)
-#include <CLI/CLI.hpp>
 #include <smallgrad.hpp>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+
+#include "cli.hpp"
 
 namespace {
 
@@ -21,20 +20,11 @@ std::string shell_quoted(const std::string& path) {
   return s + "'";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Draw the autograd graph of a MultiHeadAttention forward as Graphviz DOT (and SVG)."};
-  std::string out = "out/attention_graph";
-  app.add_option("--out", out, "output folder");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << e.what() << "\n\n" << app.help();
-    return 2;
-  }
-  try {
+int draw(const std::string& out_dir) {
+  {
+    examples::Outputs out(out_dir, "--out");  // checked before any work
+    out.expect("attention.dot");
+    out.expect("attention.svg");
     // Self-attention over X: 2 sequences of 3 tokens, 8 hiddens, 2 heads,
     // the second sequence 2 tokens long (valid_lens), no dropout.
     sg::manual_seed(0);
@@ -48,24 +38,36 @@ int main(int argc, char** argv) {
     const std::string dot = sg::to_dot(Y, names);
     std::cout << dot << "\n";
 
-    std::filesystem::create_directories(out);
-    const std::string dot_path = out + "/attention.dot", svg_path = out + "/attention.svg";
-    std::ofstream(dot_path) << dot;
-    if (!std::ifstream(dot_path)) sg::fail("attention_graph: cannot write ", dot_path);
-    std::cout << "wrote " << dot_path << "\n";
+    out.write("attention.dot", dot);
+    out.commit();
+  }
+  const std::string dot_path = out_dir + "/attention.dot", svg_path = out_dir + "/attention.svg";
+  std::cout << "wrote " << dot_path << "\n";
 
     // Rendering is optional: nothing here needs Graphviz to build or run.
-    if (std::system("command -v dot > /dev/null 2>&1") != 0) {
-      std::cout << "Graphviz's dot is not installed (Debian: apt-get install graphviz); then run\n  dot -Tsvg "
-                << dot_path << " -o " << svg_path << "\n";
-      return 0;
-    }
-    const std::string render = "dot -Tsvg " + shell_quoted(dot_path) + " -o " + shell_quoted(svg_path);
-    if (std::system(render.c_str()) != 0) sg::fail("attention_graph: '", render, "' failed");
-    std::cout << "wrote " << svg_path << " (open it in a browser)\n";
+  if (std::system("command -v dot > /dev/null 2>&1") != 0) {
+    std::cout << "Graphviz's dot is not installed (Debian: apt-get install graphviz); then run\n  dot -Tsvg "
+              << dot_path << " -o " << svg_path << "\n";
     return 0;
-  } catch (const sg::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
   }
+  // dot writes a temporary name, renamed into place when it succeeds.
+  const std::string tmp = out_dir + "/.attention.svg.tmp-" + std::to_string(::getpid());
+  const std::string render = "dot -Tsvg " + shell_quoted(dot_path) + " -o " + shell_quoted(tmp);
+  if (std::system(render.c_str()) != 0 || std::rename(tmp.c_str(), svg_path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    sg::fail("attention_graph: rendering '", svg_path, "' with Graphviz failed ('", render, "')");
+  }
+  std::cout << "wrote " << svg_path << " (open it in a browser)\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Draw the autograd graph of a MultiHeadAttention forward as Graphviz DOT (and SVG)."};
+  examples::describe_defaults(app);
+  std::string out = "out/attention_graph";
+  app.add_option("--out", out, "output folder for attention.dot (and attention.svg when Graphviz is installed)")
+      ->check(examples::folder());
+  return examples::run(app, argc, argv, [&] { return draw(out); });
 }

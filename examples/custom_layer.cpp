@@ -12,12 +12,13 @@
 // project of your own against the installed library (docs/adding-a-layer.md).
 //
 //   custom_layer [--steps N] [--threads N]
-#include <CLI/CLI.hpp>
 #include <smallgrad.hpp>
 
 #include <cmath>
 #include <iostream>
 #include <memory>
+
+#include "cli.hpp"
 
 namespace {
 
@@ -76,7 +77,7 @@ bool gradcheck_both() {
   const sg::GradcheckResult op = sg::gradcheck(silu_fn, {sg::randn({3, 5}, gen)}, {.name = "silu"});
   std::cout << op << "\n";
 
-  RMSNorm norm(6);  // a fresh one: gradcheck_module turns it into float64
+  RMSNorm norm(6);  // gradcheck_module checks it in float64 and gives it back in float32
   sg::kernel::copy_(norm.weight, sg::rand({6}, gen, sg::float32, 0.5, 1.5));  // not all ones
   auto norm_fn = [&](const std::vector<sg::Tensor>& in) { return norm.forward(in[0]); };
   const sg::GradcheckResult layer =
@@ -117,19 +118,13 @@ std::pair<double, double> train(int64_t steps) {
 
 int main(int argc, char** argv) {
   CLI::App app{"A custom op (SiLU) and a custom module (RMSNorm) from user code: gradcheck, then train."};
+  examples::describe_defaults(app);
   int64_t steps = 300;
   int threads = 0;
-  app.add_option("--steps", steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  app.add_option("--threads", threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << e.what() << "\n\n" << app.help();
-    return 2;
-  }
-  try {
-    if (threads) sg::set_num_threads(threads);
+  app.add_option("--steps", steps, "training steps of the small MLP")->check(examples::whole(1, 1000000));
+  examples::add_threads_flag(app, threads);
+  return examples::run(app, argc, argv, [&] {
+    examples::apply_threads(threads);
     if (!gradcheck_both()) return 1;
     const auto [first, last] = train(steps);
     if (!(last < 0.5 * first)) {
@@ -138,8 +133,5 @@ int main(int argc, char** argv) {
     }
     std::cout << "loss fell from " << first << " to " << last << "\n";
     return 0;
-  } catch (const sg::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

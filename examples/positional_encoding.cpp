@@ -10,27 +10,19 @@
 #include <smallgrad.hpp>
 
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
+#include "cli.hpp"
 #include "nn/plot.hpp"
 
-int main(int argc, char** argv) {
-  std::string out = "out/positional_encoding";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--out" && i + 1 < argc) {
-      out = argv[++i];
-    } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: " << argv[0] << " [--out DIR]   (default out/positional_encoding)\n";
-      return 0;
-    } else {
-      std::cerr << "usage: " << argv[0] << " [--out DIR]\n";
-      return 2;
-    }
-  }
-  std::filesystem::create_directories(out);
+namespace {
+
+int study(const std::string& out_dir) {
+  // Checked before any work; the plots move in together at the end.
+  examples::Outputs out(out_dir, "--out");
+  out.expect("columns.svg");
+  out.expect("heatmap.svg");
 
   const int64_t encoding_dim = 32, num_steps = 60;
   sg::nn::PositionalEncoding pos_encoding(encoding_dim, 0.0);
@@ -49,7 +41,7 @@ int main(int argc, char** argv) {
   }
   sg::plot::LineOptions lo;
   lo.xlabel = "Row (position)";
-  sg::plot::write_file(out + "/columns.svg", sg::plot::line_svg(cols, lo));
+  out.write("columns.svg", sg::plot::line_svg(cols, lo));
 
   // 2. The whole table as a heatmap.
   std::vector<std::vector<double>> rows(static_cast<size_t>(num_steps));
@@ -58,7 +50,7 @@ int main(int argc, char** argv) {
   sg::plot::HeatmapOptions ho;
   ho.xlabel = "Column (encoding dimension)";
   ho.ylabel = "Row (position)";
-  sg::plot::write_file(out + "/heatmap.svg", sg::plot::heatmap_svg(rows, ho));
+  out.write("heatmap.svg", sg::plot::heatmap_svg(rows, ho));
 
   // 3. Binary: the lowest bit flips every number, higher bits ever more slowly,
   // as the frequencies fall along P's columns.
@@ -82,6 +74,18 @@ int main(int argc, char** argv) {
       }
     std::cout << "  delta " << delta << ": " << worst << "\n";
   }
-  std::cout << "\nwrote " << out << "/columns.svg and " << out << "/heatmap.svg\n";
+  out.commit();
+  std::cout << "\nwrote " << out_dir << "/columns.svg and " << out_dir << "/heatmap.svg\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Dive into Deep Learning's positional-encoding figures (columns of P, P as a heatmap) and\n"
+               "a numerical check of the relative-position property."};
+  examples::describe_defaults(app);
+  std::string out = "out/positional_encoding";
+  app.add_option("--out", out, "output folder for columns.svg and heatmap.svg")->check(examples::folder());
+  return examples::run(app, argc, argv, [&] { return study(out); });
 }

@@ -9,15 +9,11 @@
 #include <iostream>
 #include <string>
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::cout << "usage: " << argv[0] << " (no options)\n";
-      return 0;
-    }
-    std::cerr << "usage: " << argv[0] << " (no options)\n";
-    return 2;
-  }
+#include "cli.hpp"
+
+namespace {
+
+int show() {
   sg::manual_seed(0);
   const int64_t num_hiddens = 100, num_heads = 5, batch_size = 2, num_queries = 4;
   sg::nn::MultiHeadAttention attention(num_hiddens, num_heads, 0.5);
@@ -60,4 +56,13 @@ int main(int argc, char** argv) {
             << "  max |attention(permuted X) - permuted attention(X)| = " << worst << "\n"
             << "so without positional encodings, self-attention cannot see token order.\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Dive into Deep Learning's multi-head self-attention cell: shapes, masking of padded keys,\n"
+               "and why attention without positions cannot see token order. Takes no flags."};
+  examples::describe_defaults(app);
+  return examples::run(app, argc, argv, show);
 }

@@ -3,36 +3,14 @@
 // gradient descent. Run: build/release/examples/tensor_tour [--threads N] [--steps N]
 #include <smallgrad.hpp>
 
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
 
-namespace {
-int usage(const char* argv0) {
-  std::cerr << "usage: " << argv0 << " [--threads N] [--steps N]\n";
-  return 2;
-}
-}  // namespace
+#include "cli.hpp"
 
-int main(int argc, char** argv) {
-  int threads = 0, steps = 200;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: " << argv[0] << " [--threads N] [--steps N]\n";
-      return 0;
-    }
-    if ((arg == "--threads" || arg == "--steps") && i + 1 < argc) {
-      char* end = nullptr;
-      const long v = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || v < 1) return usage(argv[0]);
-      (arg == "--threads" ? threads : steps) = static_cast<int>(v);
-    } else {
-      return usage(argv[0]);
-    }
-  }
-  if (threads) sg::set_num_threads(threads);
+namespace {
+
+int tour(int64_t steps) {
   std::cout << "smallgrad: " << sg::num_threads() << " threads, BLIS kernels '" << sg::blis_kernels()
             << "'\n\n";
 
@@ -52,7 +30,8 @@ int main(int argc, char** argv) {
   sg::Tensor y = x * 3.0 - 1.0 + sg::randn({64, 1}, gen) * 0.05;
   sg::Tensor w = sg::zeros({1, 1}).set_requires_grad();
   sg::Tensor bias = sg::zeros({1}).set_requires_grad();
-  for (int step = 0; step <= steps; ++step) {
+  for (int64_t step = 0; step <= steps; ++step) {
+    examples::check_stop();
     sg::Tensor err = sg::matmul(x, w) + bias - y;
     sg::Tensor loss = sg::mean(err * err);
     w.set_grad({});
@@ -69,4 +48,20 @@ int main(int argc, char** argv) {
   std::cout << "fitted w = " << w.item<double>() << " (true 3), b = " << bias.item<double>()
             << " (true -1)\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"A tour of smallgrad's tensors, broadcasting, matrix products and autograd, ending with a\n"
+               "line fitted by gradient descent."};
+  examples::describe_defaults(app);
+  int threads = 0;
+  int64_t steps = 200;
+  app.add_option("--steps", steps, "gradient-descent steps of the line fit")->check(examples::whole(1, 1000000));
+  examples::add_threads_flag(app, threads);
+  return examples::run(app, argc, argv, [&] {
+    examples::apply_threads(threads);
+    return tour(steps);
+  });
 }

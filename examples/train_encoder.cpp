@@ -10,18 +10,24 @@
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
 //
 // The tasks and the training loop are in nn/encoder_training.hpp.
-#include <CLI/CLI.hpp>
+//
+// Every output is staged and moved into place only when the run (or the
+// whole comparison) completes; a failed or interrupted run leaves the output
+// folder as it found it (examples/cli.hpp).
 #include <smallgrad.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 
+#include "cli.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/plot.hpp"
 
@@ -36,50 +42,100 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// The config as checkpoint metadata, and back: a saved model can be rebuilt.
-sg::nn::Metadata to_metadata(const Config& c) {
-  return {{"task", c.task},
-          {"positional", sg::nn::positional_name(c.positional)},
-          {"vocab", std::to_string(c.vocab)},
-          {"hidden", std::to_string(c.hidden)},
-          {"heads", std::to_string(c.heads)},
-          {"ffn", std::to_string(c.ffn)},
-          {"blocks", std::to_string(c.blocks)},
-          {"max_distance", std::to_string(c.max_distance)},
-          {"relative_values", c.relative_values ? "1" : "0"},
-          {"pre_norm", c.pre_norm ? "1" : "0"},
-          {"min_len", std::to_string(c.min_len)},
-          {"max_len", std::to_string(c.max_len)},
-          {"eval_min_len", std::to_string(c.eval_min_len)},
-          {"eval_max_len", std::to_string(c.eval_max_len)},
-          {"shift", std::to_string(c.shift)},
-          {"seed", std::to_string(c.seed)}};
+// The whole-number settings, with the bounds the flags and a checkpoint's
+// metadata are both held to.
+struct IntSetting {
+  const char* key;  // metadata key; the flag is "--" + key with '_' as '-'
+  int64_t Config::*member;
+  int64_t lo, hi;
+  const char* help;
+};
+const IntSetting kIntSettings[] = {
+    {"vocab", &Config::vocab, 3, 100000, "token ids (0 pads, 1.. are symbols)"},
+    {"hidden", &Config::hidden, 2, 65536, "model width"},
+    {"heads", &Config::heads, 1, 1024, "attention heads (must divide --hidden)"},
+    {"ffn", &Config::ffn, 1, 1 << 20, "feed-forward width"},
+    {"blocks", &Config::blocks, 1, 1024, "encoder blocks, at least 1 (a model without blocks has no attention to study)"},
+    {"max_distance", &Config::max_distance, 1, 100000, "relative positions only: offsets clipped to +-this"},
+    {"min_len", &Config::min_len, 1, 100000, "shortest training sequence"},
+    {"max_len", &Config::max_len, 1, 100000, "longest training sequence"},
+    {"eval_min_len", &Config::eval_min_len, 1, 100000,
+     "shortest sequence of the longer-lengths evaluation (above --max-len)"},
+    {"eval_max_len", &Config::eval_max_len, 1, 100000, "longest sequence of the longer-lengths evaluation"},
+    {"shift", &Config::shift, 1, 100000, "task shift only: label[t] = x[t - shift], less than --max-len"},
+};
+
+std::string flag_of(const std::string& key) {
+  std::string f = "--" + key;
+  for (char& ch : f) ch = ch == '_' ? '-' : ch;
+  return f;
 }
 
+// The config as checkpoint metadata, and back: a saved model can be rebuilt.
+sg::nn::Metadata to_metadata(const Config& c) {
+  sg::nn::Metadata m = {{"task", c.task},
+                        {"positional", sg::nn::positional_name(c.positional)},
+                        {"relative_values", c.relative_values ? "1" : "0"},
+                        {"pre_norm", c.pre_norm ? "1" : "0"},
+                        {"seed", std::to_string(c.seed)}};
+  for (const IntSetting& s : kIntSettings) m[s.key] = std::to_string(c.*s.member);
+  return m;
+}
+
+// Every value is checked as the flags are: whole numbers in the flags'
+// bounds (blocks may be 0: older versions wrote such models), names from the
+// known sets, lengths consistent with each other.
 Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
+  auto bad = [&](const std::string& key, const std::string& value, const std::string& why) -> std::runtime_error {
+    return std::runtime_error("checkpoint '" + path + "': metadata '" + key + "' is \"" + value + "\": " + why);
+  };
   auto get = [&](const std::string& k) {
     auto it = m.find(k);
-    if (it == m.end()) sg::fail("train_encoder: checkpoint ", path, " has no '", k, "' in its metadata");
+    if (it == m.end())
+      throw std::runtime_error("checkpoint '" + path + "' has no '" + k +
+                               "' in its metadata (not written by train_encoder?)");
     return it->second;
+  };
+  auto whole = [&](const std::string& key, int64_t lo, int64_t hi) {
+    const std::string v = get(key);
+    int64_t x = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (v.empty() || p != v.data() + v.size() || ec == std::errc::invalid_argument)
+      throw bad(key, v, "not a whole number");
+    if (ec == std::errc::result_out_of_range || x < lo || x > hi)
+      throw bad(key, v, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return x;
+  };
+  auto boolean = [&](const std::string& key) {
+    const std::string v = get(key);
+    if (v != "0" && v != "1") throw bad(key, v, "neither 0 nor 1");
+    return v == "1";
   };
   Config c;
   c.task = get("task");
-  c.positional = sg::nn::parse_positional(get("positional"));
-  c.vocab = std::stoll(get("vocab"));
-  c.hidden = std::stoll(get("hidden"));
-  c.heads = std::stoll(get("heads"));
-  c.ffn = std::stoll(get("ffn"));
-  c.blocks = std::stoll(get("blocks"));
-  // Checkpoints written before these options existed have neither: the defaults then.
-  if (m.count("max_distance")) c.max_distance = std::stoll(get("max_distance"));
-  if (m.count("relative_values")) c.relative_values = get("relative_values") == "1";
-  if (m.count("pre_norm")) c.pre_norm = get("pre_norm") == "1";
-  c.min_len = std::stoll(get("min_len"));
-  c.max_len = std::stoll(get("max_len"));
-  c.eval_min_len = std::stoll(get("eval_min_len"));
-  c.eval_max_len = std::stoll(get("eval_max_len"));
-  c.shift = std::stoll(get("shift"));
-  c.seed = std::stoull(get("seed"));
+  const auto& tasks = sg::training::task_names();
+  if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end())
+    throw bad("task", c.task, "not a task of this program (shift, sort, reverse, count)");
+  try {
+    c.positional = sg::nn::parse_positional(get("positional"));
+  } catch (const sg::Error&) {
+    throw bad("positional", get("positional"), "not an encoding (none, sinusoidal, learned, relative, rotary)");
+  }
+  for (const IntSetting& s : kIntSettings) {
+    // Checkpoints written before max_distance existed have none: the default then.
+    if (std::string(s.key) == "max_distance" && !m.count(s.key)) continue;
+    c.*s.member = whole(s.key, std::string(s.key) == "blocks" ? 0 : s.lo, s.hi);
+  }
+  if (m.count("relative_values")) c.relative_values = boolean("relative_values");
+  if (m.count("pre_norm")) c.pre_norm = boolean("pre_norm");
+  const std::string seed = get("seed");
+  const auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), c.seed);
+  if (seed.empty() || p != seed.data() + seed.size() || ec != std::errc()) throw bad("seed", seed, "not a seed");
+  try {
+    sg::training::check_config(c);
+  } catch (const sg::Error& e) {
+    throw std::runtime_error("checkpoint '" + path + "': inconsistent metadata: " + e.what());
+  }
   return c;
 }
 
@@ -104,7 +160,9 @@ std::vector<std::vector<double>> attention_map(sg::training::Model& model, const
     model.eval();
     model.forward(b.ids, b.valid_lens);
   }
-  const sg::Tensor w = model.encoder->attention_weights().back();  // (B, heads, T, T)
+  const std::vector<sg::Tensor> maps = model.encoder->attention_weights();
+  if (maps.empty()) sg::fail("train_encoder: the model has no attention blocks to plot");
+  const sg::Tensor w = maps.back();  // (B, heads, T, T)
   const int64_t T = w.shape()[2], len = b.valid_lens.to_vector<int64_t>()[0];
   const std::vector<float> v = w.to_vector<float>();
   std::vector<std::vector<double>> rows(static_cast<size_t>(len));
@@ -113,25 +171,29 @@ std::vector<std::vector<double>> attention_map(sg::training::Model& model, const
   return rows;
 }
 
-void write_curve_csv(const std::string& path, const Result& r) {
-  std::ofstream f(path);
+std::string curve_csv(const Result& r) {
+  std::ostringstream f;
   f << "step,loss,train_batch_accuracy,eval_accuracy,grad_norm,first_block_grad_norm\n";
   for (const auto& p : r.curve)
     f << p.step << ',' << p.loss << ',' << p.train_acc << ',' << p.eval_acc << ',' << p.grad_norm << ','
       << p.first_block_grad_norm << '\n';
-  if (!f) sg::fail("train_encoder: cannot write ", path);
+  return f.str();
 }
 
 int run_one(Config c, const std::string& out_root) {
+  const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
+  // The folder is checked before training; the files move in when all are written.
+  examples::Outputs out(out_root + "/" + name, "--out");
+  const char* files[] = {"curve.csv", "curve.svg", "attention.svg", "checkpoint.safetensors"};
+  for (const char* f : files) out.expect(f);
   sg::manual_seed(c.seed);
   sg::training::Model model(c);
-  const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
-  const std::string dir = out_root + "/" + name;
-  std::filesystem::create_directories(dir);
-  std::cout << "training " << name << ": " << model.parameter_count() << " parameters, " << sg::num_threads()
-            << " threads, lengths " << c.min_len << ".." << c.max_len << "\n";
-  const Result r = sg::training::train(model, c, progress_line(name));
-  write_curve_csv(dir + "/curve.csv", r);
+  std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
+            << (sg::automatic_threads_in_use() ? "automatic threads (now " + std::to_string(sg::num_threads()) + ")"
+                                                : std::to_string(sg::num_threads()) + " threads")
+            << ", lengths " << c.min_len << ".." << c.max_len << "\n";
+  const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
+  out.write("curve.csv", curve_csv(r));
   sg::plot::LineOptions lo;
   lo.title = c.task + ", " + sg::nn::positional_name(c.positional);
   lo.xlabel = "step";
@@ -139,17 +201,19 @@ int run_one(Config c, const std::string& out_root) {
   lo.has_ymin = lo.has_ymax = true;
   sg::plot::Series s{"eval accuracy", {}, {}};
   for (const auto& p : r.curve) s.x.push_back(static_cast<double>(p.step)), s.y.push_back(p.eval_acc);
-  sg::plot::write_file(dir + "/curve.svg", sg::plot::line_svg({s}, lo));
+  out.write("curve.svg", sg::plot::line_svg({s}, lo));
   sg::plot::HeatmapOptions ho;
   ho.xlabel = "Key position";
   ho.ylabel = "Query position";
   ho.has_range = true;
-  sg::plot::write_file(dir + "/attention.svg", sg::plot::heatmap_svg(attention_map(model, c), ho));
-  sg::nn::save_checkpoint(dir + "/checkpoint.safetensors", model, nullptr, to_metadata(c));
+  out.write("attention.svg", sg::plot::heatmap_svg(attention_map(model, c), ho));
+  sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
+  out.commit();
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
-            << fmt("%.1f", r.seconds) << " s\nwrote " << dir << "/{curve.csv,curve.svg,attention.svg,checkpoint.safetensors}\n";
+            << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
+            << "/{curve.csv,curve.svg,attention.svg,checkpoint.safetensors}\n";
   return 0;
 }
 
@@ -178,16 +242,66 @@ Stats stats(const std::vector<double>& v) {
   return s;
 }
 
+std::string duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%ld s", s);
+  else
+    std::snprintf(buf, sizeof buf, "%ld min %02ld s", s / 60, s % 60);
+  return buf;
+}
+
+// Overall progress of --compare: run k of N, elapsed, an estimate of the time
+// left (from the steps done so far). On a terminal one line rewritten in
+// place, with each finished run's result above it; otherwise a plain line per run.
+class CompareProgress {
+ public:
+  CompareProgress(int64_t runs, int64_t steps) : runs_(runs), steps_(steps), tty_(isatty(2)) {}
+  // During run k (1-based), at `step`.
+  void at(int64_t k, const std::string& label, int64_t step) {
+    if (!tty_) return;
+    std::fprintf(stderr, "\r[run %lld/%lld] %-26s step %lld/%lld  %s elapsed, about %s left   ",
+                 static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
+                 static_cast<long long>(step), static_cast<long long>(steps_), duration(elapsed()).c_str(),
+                 duration(left(k - 1, step)).c_str());
+    std::fflush(stderr);
+  }
+  void finished(int64_t k, const std::string& label, const Result& r) {
+    const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
+    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
+                 tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
+                 r.acc_train_lengths, r.acc_longer, to95.c_str(),
+                 r.seconds, duration(elapsed()).c_str(), duration(left(k, 0)).c_str(), tty_ ? "   " : "");
+  }
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  double left(int64_t runs_done, int64_t step) const {
+    const double done = static_cast<double>(runs_done * steps_ + step), total = static_cast<double>(runs_ * steps_);
+    return done > 0 ? elapsed() / done * (total - done) : 0;
+  }
+  int64_t runs_, steps_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 int compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
             int64_t seeds, const std::string& out_root) {
-  const std::string dir = out_root + "/compare";
-  std::filesystem::create_directories(dir);
-  std::ofstream csv(dir + "/results.csv");
+  // Nothing is written until every run is done: an interrupted comparison
+  // leaves the last complete table, CSV and plots as they were.
+  examples::Outputs out(out_root + "/compare", "--out");
+  out.expect("results.md");
+  out.expect("results.csv");
+  std::ostringstream csv;
   csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds\n";
   std::ostringstream table;
   table << "| task | positional | accuracy, training lengths " << base.min_len << "-" << base.max_len
         << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len
         << " | steps to 95% | seconds |\n|---|---|---|---|---|---|\n";
+  std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
+  CompareProgress progress(static_cast<int64_t>(tasks.size() * kinds.size()) * seeds, base.steps);
+  int64_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves;
     for (sg::nn::Positional kind : kinds) {
@@ -201,9 +315,12 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         sg::manual_seed(c.seed);
         sg::training::Model model(c);
         const std::string label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(c.seed);
-        const Result r = sg::training::train(model, c);
-        std::fprintf(stderr, "%-28s acc %.3f  longer %.3f  95%% at %s  %.1f s\n", label.c_str(), r.acc_train_lengths,
-                     r.acc_longer, r.steps_to_95 < 0 ? "never" : std::to_string(r.steps_to_95).c_str(), r.seconds);
+        ++run;
+        progress.at(run, label, 0);
+        const Result r = sg::training::train(
+            model, c, [&](int64_t step, int64_t, double, double, double, double) { progress.at(run, label, step); },
+            &examples::g_stop);
+        progress.finished(run, label, r);
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
             << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << '\n';
         acc.push_back(r.acc_train_lengths);
@@ -220,8 +337,8 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
           ho.xlabel = "Key position";
           ho.ylabel = "Query position";
           ho.has_range = true;
-          sg::plot::write_file(dir + "/attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
-                           sg::plot::heatmap_svg(attention_map(model, c), ho));
+          plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
+                             sg::plot::heatmap_svg(attention_map(model, c), ho));
         }
       }
       curves.push_back(mean_curve);
@@ -240,88 +357,149 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
-    sg::plot::write_file(dir + "/curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
+    plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
   }
-  std::ofstream md(dir + "/results.md");
-  md << table.str();
-  if (!md || !csv) sg::fail("train_encoder: cannot write the results in ", dir);
-  std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << " seeds, " << base.steps
-            << " steps each)\nwrote " << dir << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg\n";
+  for (const auto& [name, svg] : plots) out.write(name, svg);
+  out.write("results.csv", csv.str());
+  out.write("results.md", table.str());
+  out.commit();
+  std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
+            << " steps each)\nwrote " << out.dir()
+            << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg\n";
   return 0;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train a tiny self-attention encoder on synthetic tasks; compare positional encodings."};
+  CLI::App app{
+      "Train a tiny self-attention encoder on synthetic sequence tasks (one run), or compare positional\n"
+      "encodings over tasks and seeds (--compare), or evaluate a saved checkpoint (--load)."};
+  examples::describe_defaults(app);
   Config c;
   std::string positional = "sinusoidal", out = "out", load;
   bool do_compare = false;
   std::vector<std::string> tasks = {"shift", "sort", "count"};
   std::vector<std::string> positionals = {"none", "sinusoidal", "learned", "relative", "rotary"};
-  int64_t seeds = 3;
+  int64_t seeds = 3, seed = 0;
   int threads = 0;
-  app.add_option("--task", c.task, "shift, sort, reverse or count")->check(CLI::IsMember(sg::training::task_names()));
   const std::vector<std::string> kinds = {"none", "sinusoidal", "learned", "relative", "rotary"};
-  app.add_option("--positional", positional, "none, sinusoidal, learned, relative or rotary")
-      ->check(CLI::IsMember(kinds));
-  app.add_option("--max-distance", c.max_distance, "relative positions: offsets clipped to +-this")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--relative-values", c.relative_values,
-                 "relative positions: also a table added to the values (Shaw et al.), 1 or 0 (keys only)");
-  app.add_flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
-  app.add_flag("--compare", do_compare, "train every encoding on every task over several seeds");
-  app.add_option("--tasks", tasks, "tasks for --compare")->delimiter(',')->check(CLI::IsMember(sg::training::task_names()));
-  app.add_option("--positionals", positionals, "encodings for --compare")->delimiter(',')->check(CLI::IsMember(kinds));
-  app.add_option("--seeds", seeds, "seeds per (task, encoding) for --compare")->check(CLI::Range(1, 100));
-  app.add_option("--steps", c.steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  app.add_option("--batch", c.batch, "sequences per batch")->check(CLI::Range(1, 65536));
-  app.add_option("--vocab", c.vocab, "token ids (0 pads, 1.. are symbols)")->check(CLI::Range(3, 100000));
-  app.add_option("--hidden", c.hidden, "model width")->check(CLI::Range(2, 65536));
-  app.add_option("--heads", c.heads, "attention heads (must divide --hidden)")->check(CLI::Range(1, 1024));
-  app.add_option("--ffn", c.ffn, "feed-forward width")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--blocks", c.blocks, "encoder blocks")->check(CLI::Range(0, 1024));
-  app.add_option("--dropout", c.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
-  app.add_option("--lr", c.lr, "peak learning rate (AdamW)")->check(CLI::PositiveNumber);
-  app.add_option("--min-lr", c.min_lr, "final learning rate of the cosine schedule")->check(CLI::NonNegativeNumber);
-  app.add_option("--schedule", c.schedule, "cosine (linear warm-up, cosine decay) or constant")
-      ->check(CLI::IsMember({"cosine", "constant"}));
-  app.add_option("--warmup", c.warmup, "warm-up steps")->check(CLI::NonNegativeNumber);
-  app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber);
-  app.add_option("--clip", c.clip, "global gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
-  app.add_option("--min-len", c.min_len, "shortest training sequence")->check(CLI::Range(1, 100000));
-  app.add_option("--max-len", c.max_len, "longest training sequence")->check(CLI::Range(1, 100000));
-  app.add_option("--eval-min-len", c.eval_min_len, "shortest longer-than-training evaluation sequence")->check(CLI::Range(1, 100000));
-  app.add_option("--eval-max-len", c.eval_max_len, "longest evaluation sequence")->check(CLI::Range(1, 100000));
-  app.add_option("--shift", c.shift, "k of the shift task")->check(CLI::Range(1, 100000));
-  app.add_option("--eval-every", c.eval_every, "steps between evaluations")->check(CLI::Range(1, 10000000));
-  app.add_option("--seed", c.seed, "random seed (model, data)");
-  app.add_option("--threads", threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
-  app.add_option("--out", out, "output folder");
-  app.add_option("--load", load, "evaluate a checkpoint written by an earlier run")->check(CLI::ExistingFile);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << e.what() << "\n\n" << app.help();
-    return 2;
+  std::vector<CLI::Option*> training;  // every flag that shapes training: meaningless with --load
+
+  CLI::Option* compare_opt = app.add_flag("--compare", do_compare,
+                                          "train every encoding of --positionals on every task of --tasks, "
+                                          "--seeds seeds each; writes <out>/compare/");
+  CLI::Option* load_opt =
+      app.add_option("--load", load, "evaluate a checkpoint written by an earlier run (writes nothing)")
+          ->check(CLI::ExistingFile);
+  app.add_option("--out", out,
+                 "output folder: a run writes <out>/<task>_<encoding>_seed<seed>/, --compare <out>/compare/")
+      ->check(examples::folder());
+  CLI::Option* task_opt = app.add_option("--task", c.task, "one run: shift, sort, reverse or count")
+                              ->check(CLI::IsMember(sg::training::task_names()));
+  CLI::Option* positional_opt =
+      app.add_option("--positional", positional, "one run: none, sinusoidal, learned, relative or rotary")
+          ->check(CLI::IsMember(kinds));
+  CLI::Option* tasks_opt = app.add_option("--tasks", tasks, "--compare: tasks, comma-separated")
+                               ->delimiter(',')
+                               ->check(CLI::IsMember(sg::training::task_names()));
+  CLI::Option* positionals_opt = app.add_option("--positionals", positionals, "--compare: encodings, comma-separated")
+                                     ->delimiter(',')
+                                     ->check(CLI::IsMember(kinds));
+  CLI::Option* seeds_opt =
+      app.add_option("--seeds", seeds, "--compare: seeds per task and encoding (--seed, --seed + 1, ...)")
+          ->check(examples::whole(1, 100));
+  training.insert(training.end(), {compare_opt, task_opt, positional_opt, tasks_opt, positionals_opt, seeds_opt});
+  std::map<std::string, CLI::Option*> int_opts;
+  for (const IntSetting& s : kIntSettings) {
+    int_opts[s.key] = app.add_option(flag_of(s.key), c.*s.member, s.help)->check(examples::whole(s.lo, s.hi));
+    training.push_back(int_opts[s.key]);
   }
-  try {  // flags that parse but do not fit together (--heads 3 --hidden 64) are usage errors too
-    c.positional = sg::nn::parse_positional(positional);
-    sg::training::check_config(c);
-    sg::training::Model probe(c);
-  } catch (const sg::Error& e) {
-    std::cerr << "error: " << e.what() << "\n\n" << app.help();
-    return 2;
-  }
-  try {
-    if (threads) sg::set_num_threads(threads);
+  CLI::Option* relative_values_opt =
+      app.add_option("--relative-values", c.relative_values,
+                     "relative positions only: 1 adds Shaw et al.'s second table (on the values), 0 keys only")
+          ->check(examples::whole(0, 1));
+  const double inf = std::numeric_limits<double>::infinity();
+  training.push_back(relative_values_opt);
+  training.push_back(app.add_flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)"));
+  training.push_back(app.add_option("--steps", c.steps, "training steps")->check(examples::whole(1, 10000000)));
+  training.push_back(app.add_option("--batch", c.batch, "sequences per batch")->check(examples::whole(1, 65536)));
+  training.push_back(app.add_option("--dropout", c.dropout, "dropout probability")->check(examples::number(0, true, 0.99)));
+  training.push_back(app.add_option("--lr", c.lr, "peak learning rate (AdamW)")->check(examples::number(0, false, 10)));
+  CLI::Option* min_lr_opt = app.add_option("--min-lr", c.min_lr, "cosine schedule only: final learning rate")
+                                ->check(examples::number(0, true, 10));
+  training.push_back(min_lr_opt);
+  training.push_back(app.add_option("--schedule", c.schedule, "cosine (linear warm-up, cosine decay) or constant")
+                         ->check(CLI::IsMember({"cosine", "constant"})));
+  CLI::Option* warmup_opt =
+      app.add_option("--warmup", c.warmup, "cosine schedule only: warm-up steps")->check(examples::whole(0, 10000000));
+  training.push_back(warmup_opt);
+  training.push_back(app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay")
+                         ->check(examples::number(0, true, inf)));
+  training.push_back(app.add_option("--clip", c.clip, "global gradient-norm clip (0: off)")
+                         ->check(examples::number(0, true, inf)));
+  training.push_back(app.add_option("--eval-every", c.eval_every, "steps between evaluations")
+                         ->check(examples::whole(1, 10000000)));
+  training.push_back(app.add_option("--seed", seed, "random seed (model, data)")
+                         ->check(examples::whole(0, std::numeric_limits<int64_t>::max())));
+  examples::add_threads_flag(app, threads);
+  // Contradictions CLI11 reports itself, naming both flags.
+  CLI::Option* out_opt = app.get_option("--out");
+  load_opt->excludes(out_opt);
+  for (CLI::Option* o : training) load_opt->excludes(o);
+  for (CLI::Option* o : {tasks_opt, positionals_opt, seeds_opt}) o->needs(compare_opt);
+  for (CLI::Option* o : {task_opt, positional_opt}) o->excludes(compare_opt);
+
+  return examples::run(app, argc, argv, [&]() -> int {
+    examples::apply_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
+    c.seed = static_cast<uint64_t>(seed);
+    c.positional = sg::nn::parse_positional(positional);
+    // Flags that apply to one task or encoding only must meet it.
+    const std::vector<std::string> run_tasks = do_compare ? tasks : std::vector<std::string>{c.task};
+    const std::vector<std::string> run_kinds = do_compare ? positionals : std::vector<std::string>{positional};
+    if (int_opts["shift"]->count() && !contains(run_tasks, "shift"))
+      throw examples::UsageError("--shift applies to the shift task only, and no run here is one");
+    if ((int_opts["max_distance"]->count() || relative_values_opt->count()) && !contains(run_kinds, "relative"))
+      throw examples::UsageError(std::string(int_opts["max_distance"]->count() ? "--max-distance" : "--relative-values") +
+                                 " applies to relative positions only, and no run here uses them");
+    if (c.schedule == "constant" && (min_lr_opt->count() || (warmup_opt->count() && c.warmup > 0)))
+      throw examples::UsageError(std::string(min_lr_opt->count() ? "--min-lr" : "--warmup") +
+                                 " applies to the cosine schedule only, not --schedule constant");
+    if (c.min_lr > c.lr)
+      throw examples::UsageError("--min-lr " + fmt("%g", c.min_lr) + " is above the peak --lr " + fmt("%g", c.lr));
+    if (c.max_len < c.min_len)
+      throw examples::UsageError("--max-len " + std::to_string(c.max_len) + " is below --min-len " +
+                                 std::to_string(c.min_len));
+    if (c.eval_max_len < c.eval_min_len)
+      throw examples::UsageError("--eval-max-len " + std::to_string(c.eval_max_len) + " is below --eval-min-len " +
+                                 std::to_string(c.eval_min_len));
+    if (c.eval_min_len <= c.max_len)
+      throw examples::UsageError("--eval-min-len " + std::to_string(c.eval_min_len) + " must be above --max-len " +
+                                 std::to_string(c.max_len) +
+                                 ": the longer-lengths accuracy is for lengths never trained on");
+    // The rest (--heads dividing --hidden, rotary's even head width, --shift
+    // below --max-len) is checked by building the model(s): usage errors too.
     std::vector<sg::nn::Positional> compared;
-    for (const std::string& p : positionals) compared.push_back(sg::nn::parse_positional(p));
+    for (const std::string& p : run_kinds) compared.push_back(sg::nn::parse_positional(p));
+    try {
+      for (const std::string& t : run_tasks)
+        for (sg::nn::Positional k : compared) {
+          Config probe = c;
+          probe.task = t;
+          probe.positional = k;
+          sg::training::check_config(probe);
+          sg::training::Model model(probe);
+        }
+    } catch (const sg::Error& e) {
+      std::string what = e.what();
+      if (what.rfind("train_encoder: ", 0) == 0) what.erase(0, 15);
+      throw examples::UsageError(what);
+    }
     return do_compare ? compare(c, tasks, compared, seeds, out) : run_one(c, out);
-  } catch (const sg::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -1,6 +1,8 @@
 // Training checkpoints: a model, optionally its optimizer and a generator,
 // in one safetensors file (written and read by nn/safetensors.cpp).
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <charconv>
 #include <string>
 
@@ -87,6 +89,17 @@ Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimize
     } catch (const Error& e) {
       rethrow(e);
     }
+  }
+  // A NaN or an infinity in a weight would load and then turn every output
+  // into NaN (an accuracy of 0 that looks like a result): refuse it here.
+  for (const auto& [name, t] : model_state) {
+    if (!is_floating(t.dtype())) continue;
+    const std::vector<double> v = t.to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        fail("load_checkpoint: '", path, "': tensor '", name, "' ", t.shape(), " holds ", v[i], " at element ", i,
+             " (", std::count_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }),
+             " of ", v.size(), " are not finite)");
   }
   std::array<uint64_t, 4> generator_state{};
   if (generator) {

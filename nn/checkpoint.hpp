@@ -64,8 +64,9 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
 // generator when given (their state must then be in the file; without them
 // it is ignored, to load weights alone). Everything is checked before
 // anything changes: on any mismatch (a missing or extra tensor, a shape or
-// dtype, another optimizer type) it throws naming the file, the tensor and
-// both shapes, and model, optimizer and generator stay as they were.
+// dtype, another optimizer type, a weight holding a NaN or an infinity) it
+// throws naming the file, the tensor and both shapes (or the element), and
+// model, optimizer and generator stay as they were.
 // Returns the file's metadata.
 Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer = nullptr,
                          Generator* generator = nullptr);

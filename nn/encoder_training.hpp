@@ -15,6 +15,7 @@
 #include <smallgrad.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -66,6 +67,11 @@ inline void check_config(const Config& c) {
     sg::fail("train_encoder: steps ", c.steps, ", batch ", c.batch, ", eval_every ", c.eval_every,
              " and eval_sequences ", c.eval_sequences, " must be positive");
   if (c.shift < 1) sg::fail("train_encoder: shift ", c.shift, " must be at least 1");
+  // Past the longest sequence every label would be the "none" class 0: a
+  // model predicting 0 everywhere would score 1.000 and learn nothing.
+  if (c.task == "shift" && c.shift >= c.max_len)
+    sg::fail("train_encoder: shift ", c.shift, " must be less than max_len ", c.max_len,
+             " (otherwise every label is 0 and there is nothing to learn)");
   if (c.schedule != "cosine" && c.schedule != "constant")
     sg::fail("train_encoder: schedule '", c.schedule, "' is not cosine or constant");
 }
@@ -198,7 +204,10 @@ using Progress = std::function<void(int64_t, int64_t, double, double, double, do
 
 // Trains `model` with AdamW (warm-up + cosine or constant learning rate,
 // global-norm clipping) and evaluates on training and longer lengths.
-inline Result train(Model& model, const Config& c, const Progress& progress = nullptr) {
+// When `stop` is given and becomes true (a signal handler sets it), throws
+// sg::Error at the start of the next step.
+inline Result train(Model& model, const Config& c, const Progress& progress = nullptr,
+                    const std::atomic<bool>* stop = nullptr) {
   check_config(c);
   sg::Generator data_gen(c.seed * 7919 + 1);
   sg::optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
@@ -211,6 +220,7 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
   const auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
   for (int64_t step = 1; step <= c.steps; ++step) {
+    if (stop && stop->load()) sg::fail("train: stopped before step ", step, " of ", c.steps);
     const Batch b = make_batch(c, c.batch, c.min_len, c.max_len, data_gen);
     const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
     const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);

@@ -100,25 +100,40 @@ void Module::load_state_dict(const StateDict& state) {
   for (auto [name, p] : params) kernel::copy_(p, state.at(name));
 }
 
+namespace {
+
+// Converts t's data to dtype under the same handle (layers keep their member
+// handles); its gradient is dropped.
+void convert_in_place(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype || !is_floating(t.dtype())) return;
+  const Tensor c = kernel::to(t, dtype);
+  TensorImpl* impl = t.impl();
+  impl->storage = c.impl()->storage;
+  impl->offset = 0;
+  impl->dtype = dtype;
+  impl->grad.reset();
+}
+
+}  // namespace
+
 void Module::to(DType dtype) {
-  auto convert = [dtype](const NamedTensors& list) {
-    for (const auto& [name, t] : list) {
-      if (t.dtype() == dtype || !is_floating(t.dtype())) continue;
-      const Tensor c = kernel::to(t, dtype);
-      // Swap the data under the same handle: layers keep their member handles.
-      TensorImpl* impl = t.impl();
-      impl->storage = c.impl()->storage;
-      impl->offset = 0;
-      impl->dtype = dtype;
-      impl->grad.reset();
-    }
-  };
-  convert(named_parameters());
-  convert(named_buffers());
+  for (const auto& [name, t] : named_parameters()) convert_in_place(t, dtype);
+  for (const auto& [name, t] : named_buffers()) convert_in_place(t, dtype);
 }
 
 GradcheckResult gradcheck_module(Module& module, const GradcheckFn& fn,
                                  const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+  // Every parameter and buffer goes back to its own dtype afterwards, also
+  // when the check throws: float32 -> float64 -> float32 is exact, and the
+  // check restores every element it perturbs, so the values are unchanged.
+  struct Restore {
+    std::vector<std::pair<Tensor, DType>> saved;
+    ~Restore() {
+      for (const auto& [t, dtype] : saved) convert_in_place(t, dtype);
+    }
+  } restore;
+  for (const auto& [name, t] : module.named_parameters()) restore.saved.emplace_back(t, t.dtype());
+  for (const auto& [name, t] : module.named_buffers()) restore.saved.emplace_back(t, t.dtype());
   module.to(float64);
   std::vector<Tensor> x, leaves;
   std::vector<std::string> labels;

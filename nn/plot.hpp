@@ -3,9 +3,14 @@
 // and a legend, and heatmaps with a colour scale, in the look of Dive into
 // Deep Learning's figures. Header-only and dependency-free, so every example
 // can include it; tests/test_plot.cpp checks its output.
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -200,10 +205,27 @@ inline std::string heatmap_svg(const std::vector<std::vector<double>>& rows, con
   return o.str();
 }
 
-// Writes text to path; throws naming the path when it cannot.
+// Writes text to path, whole or not at all: into "<path>.tmp-<pid>-<n>"
+// (n counts calls, so threads never share a temporary), then renamed over
+// path. Throws naming the path and the reason when it cannot; the previous
+// file at path, if any, is then left as it was.
 inline void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f || !(f << contents) || !f.flush()) throw std::runtime_error("plot: cannot write '" + path + "'");
+  static std::atomic<unsigned long> calls{0};
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls++);
+  auto failed = [&](const char* what) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("plot: cannot write '" + path + "' (" + what + ": " + why + ")");
+  };
+  errno = 0;
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) failed("creating the temporary file");
+    if (!(f << contents) || !f.flush()) failed("writing");
+    f.close();
+    if (f.fail()) failed("closing");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) failed("renaming into place");
 }
 
 }  // namespace sg::plot
