@@ -80,22 +80,37 @@ TEST_CASE("an in-place add after the forward pass makes backward throw, naming o
 }
 
 TEST_CASE("an optimizer step between the forward and backward() is caught", "[versions]") {
-  sg::nn::Linear layer(3, 2);
-  sg::optim::SGD opt(layer.parameters(), {.lr = 0.1});
-  const Tensor x = sg::ones({4, 3});
-  sg::backward(sg::sum(layer.forward(x)));  // gradients exist, so step() writes
-  const Tensor loss = sg::sum(layer.forward(x));
+  sg::nn::Linear first(3, 4), second(4, 2);
+  std::vector<Tensor> params = first.parameters();
+  for (const Tensor& p : second.parameters()) params.push_back(p);
+  sg::optim::SGD opt(params, {.lr = 0.1});
+  const Tensor x = sg::ones({5, 3});
+  auto forward = [&] { return sg::sum(second.forward(sg::tanh(first.forward(x)))); };
+  sg::backward(forward());  // gradients exist, so step() writes
+  const Tensor loss = forward();
   opt.step();
+  // The second layer's backward reads its weight (for the gradient of its input).
   CHECK_THAT(message_of([&] { sg::backward(loss); }),
-             Contains("'linear' saved its input 1 ((2, 3) float32, a leaf)"));
+             Contains("'linear' saved its input 1 ((2, 4) float32, a leaf)"));
   // The usual order is silent: zero_grad, forward, backward, step, and again.
   for (int step = 0; step < 3; ++step) {
     opt.zero_grad();
-    const Tensor l = sg::sum(layer.forward(x));
-    sg::backward(l);
+    sg::backward(forward());
     opt.step();
-    opt.zero_grad();
   }
+}
+
+TEST_CASE("a tensor no gradient needs is not saved: mul by a constant, linear on data", "[versions]") {
+  // As PyTorch: mul saves b only when a needs a gradient, and a only when b does.
+  Tensor w = vec({1, 2, 3}).set_requires_grad();
+  Tensor c = vec({4, 5, 6});
+  const Tensor loss = sg::sum(w * c);
+  sg::kernel::scale_(w, 10);  // dloss/dw = c does not read w
+  sg::backward(loss);
+  CHECK(grad_of(w) == std::vector<double>{4, 5, 6});
+  const Tensor again = sg::sum(w * c);
+  sg::kernel::scale_(c, 10);  // but it reads c
+  CHECK_THAT(message_of([&] { sg::backward(again); }), Contains("'mul' saved its input 1 ((3) float64, a leaf)"));
 }
 
 TEST_CASE("max: changing the maximum in place after max() is caught, not sent to the wrong element",

@@ -14,8 +14,11 @@ Tensor add(const Tensor& a, const Tensor& b) {
   });
 }
 
+// Saved for backward: b if a needs a gradient (da = g b), a if b does, as
+// PyTorch: an in-place change of a tensor no gradient reads is fine.
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return record("mul", kernel::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+  return record("mul", kernel::mul(a, b), {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
+                [a, b](const Tensor& g) -> Grads {
     return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
   });

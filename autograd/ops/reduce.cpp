@@ -50,6 +50,9 @@ Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
 }
 
 // x: (..., n, ...) -> max along axis; the gradient goes to the first maximum.
+// The backward recomputes the argmax from x, so x is saved (record's
+// default): changing x in place after max() makes backward() throw instead
+// of sending the gradient to another element.
 Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "max");
   return record("max", kernel::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
