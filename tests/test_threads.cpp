@@ -35,7 +35,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-TEST_CASE("inference on one MultiHeadAttention from several threads gives one thread's bits",
+TEST_CASE("threads: inference on one MultiHeadAttention from several threads gives one thread's bits",
           "[threads]") {
   sg::manual_seed(3);
   sg::nn::MultiHeadAttention mha(16, 4, 0.2);
@@ -68,7 +68,7 @@ TEST_CASE("inference on one MultiHeadAttention from several threads gives one th
   CHECK(same_bits(mha.attention_weights(), want_w[kThreads - 1]));
 }
 
-TEST_CASE("inference on one TransformerEncoder from several threads gives one thread's bits", "[threads]") {
+TEST_CASE("threads: inference on one TransformerEncoder from several threads gives one thread's bits", "[threads]") {
   sg::manual_seed(4);
   sg::nn::TransformerEncoderOptions options;
   options.vocab_size = 20, options.num_hiddens = 16, options.ffn_num_hiddens = 32;
@@ -91,7 +91,7 @@ TEST_CASE("inference on one TransformerEncoder from several threads gives one th
   for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
 }
 
-TEST_CASE("the default generator shared by threads never gives one value twice", "[threads]") {
+TEST_CASE("threads: the default generator shared by threads never gives one value twice", "[threads]") {
   sg::manual_seed(11);
   constexpr int kDraws = 20'000;
   std::vector<std::vector<uint64_t>> words(kThreads);
@@ -124,7 +124,7 @@ TEST_CASE("the default generator shared by threads never gives one value twice",
   CHECK(outside == 0);
 }
 
-TEST_CASE("each thread with its own generator gets a reproducible stream", "[threads]") {
+TEST_CASE("threads: each thread with its own generator gets a reproducible stream", "[threads]") {
   std::vector<Tensor> got(kThreads);
   run_threads(kThreads, [&](int t) {
     sg::Generator gen(100 + static_cast<uint64_t>(t));
@@ -134,9 +134,17 @@ TEST_CASE("each thread with its own generator gets a reproducible stream", "[thr
     sg::Generator gen(100 + static_cast<uint64_t>(t));
     CHECK(same_bits(got[t], sg::dropout(sg::ones({1000}), 0.5, true, gen)));
   }
+  // The Dropout module takes one too.
+  std::vector<Tensor> masks(kThreads);
+  run_threads(kThreads, [&](int t) {
+    sg::nn::Dropout drop(0.5);
+    drop.generator = std::make_shared<sg::Generator>(100 + static_cast<uint64_t>(t));
+    masks[t] = drop.forward(sg::ones({1000}));
+  });
+  for (int t = 0; t < kThreads; ++t) CHECK(same_bits(masks[t], got[t]));
 }
 
-TEST_CASE("concurrent backward passes into one shared leaf add exactly", "[threads]") {
+TEST_CASE("threads: concurrent backward passes into one shared leaf add exactly", "[threads]") {
   // Each pass adds 1 to every element of w's gradient: 4 threads x 10,000
   // passes must give 40,000 exactly (float64 holds every integer here).
   const Tensor w = sg::ones({3}, sg::float64).set_requires_grad();
@@ -147,7 +155,7 @@ TEST_CASE("concurrent backward passes into one shared leaf add exactly", "[threa
   CHECK(w.grad().to_vector<double>() == std::vector<double>(3, kThreads * kPasses));
 }
 
-TEST_CASE("threads training one shared model's gradients: one model, several graphs", "[threads]") {
+TEST_CASE("threads: training one shared model's gradients: one model, several graphs", "[threads]") {
   // Data-parallel by hand: each thread runs forward and backward on its own
   // batch into the shared parameters; the sum equals the serial sum.
   sg::manual_seed(5);
@@ -168,7 +176,7 @@ TEST_CASE("threads training one shared model's gradients: one model, several gra
   }
 }
 
-TEST_CASE("checkpoint saves from several threads to one path never share a temporary", "[threads]") {
+TEST_CASE("threads: checkpoint saves from several threads to one path never share a temporary", "[threads]") {
   const fs::path dir = fs::temp_directory_path() / ("sg-threads-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
