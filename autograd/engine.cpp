@@ -3,6 +3,7 @@
 // recording and anomaly-mode switches, and anomaly mode's checks.
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,7 +26,45 @@ Node::Node(const char* op_name, std::vector<Tensor> in, BackwardFn fn)
     : op(op_name), inputs(std::move(in)), backward(std::move(fn)) {
   g_live_nodes.fetch_add(1, std::memory_order_relaxed);
 }
-Node::~Node() { g_live_nodes.fetch_sub(1, std::memory_order_relaxed); }
+
+namespace {
+// The nodes waiting to be destroyed by the outermost ~Node on this thread
+// (null when no ~Node is running). A plain pointer: no thread_local
+// destructor whose order could matter at thread exit.
+thread_local std::vector<std::shared_ptr<Node>>* t_dying = nullptr;
+
+// Drops node's closure and inputs, moving out, instead of destroying, the
+// node of every input tensor that dies with them: those nodes are destroyed
+// later by the loop in ~Node, so destruction never recurses down the graph.
+void release_edges(Node& node, std::vector<std::shared_ptr<Node>>& dying) {
+  // The closure first: its captures are mostly copies of inputs, which the
+  // inputs still hold, so it frees little else (and what it frees comes
+  // back here through t_dying).
+  node.backward = nullptr;
+  for (Tensor& t : node.inputs)
+    if (t.defined() && t.impl_ptr().use_count() == 1 && t.impl()->node)
+      dying.push_back(std::move(t.impl()->node));
+  node.inputs.clear();
+}
+}  // namespace
+
+Node::~Node() {
+  g_live_nodes.fetch_sub(1, std::memory_order_relaxed);
+  if (t_dying) {  // inside another ~Node's loop: hand the inputs' nodes to it
+    release_edges(*this, *t_dying);
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> dying;
+  t_dying = &dying;
+  release_edges(*this, dying);
+  while (!dying.empty()) {
+    std::shared_ptr<Node> next = std::move(dying.back());
+    dying.pop_back();
+    next.reset();  // if this was the last owner, ~Node above pushes its inputs' nodes
+  }
+  t_dying = nullptr;
+}
+
 int64_t Node::live_count() { return g_live_nodes.load(std::memory_order_relaxed); }
 
 bool grad_enabled() { return g_grad_enabled; }
@@ -145,7 +184,9 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+namespace {
+Tensor record_node(const char* op, Tensor out, std::vector<Tensor> inputs,
+                   const std::vector<Tensor>* saved, BackwardFn backward) {
   if (g_anomaly_mode) check_forward(op, out, inputs);  // before the early return: ops that record nothing too
   profile_mark(op);
   if (!any_requires_grad(inputs)) return out;
@@ -159,35 +200,118 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn
   if (impl->requires_grad)
     fail(op, ": record() needs a fresh output tensor, got a leaf that requires grad "
          "(return a new tensor computed with sg::kernel:: functions)");
-  impl->node = std::make_shared<Node>(op, std::move(inputs), std::move(backward));
+  auto node = std::make_shared<Node>(op, std::move(inputs), std::move(backward));
+  // The versions of what backward will read (every input when `saved` is null).
+  auto save = [&](const Tensor& t, int which) {
+    if (t.defined())
+      node->saved.push_back({t.impl()->storage, t.impl()->storage->version.load(std::memory_order_relaxed), which});
+  };
+  if (!saved) {
+    for (size_t i = 0; i < node->inputs.size(); ++i) save(node->inputs[i], static_cast<int>(i));
+  } else {
+    node->saved.reserve(saved->size());
+    int others = 0;
+    for (const Tensor& t : *saved) {
+      if (!t.defined()) continue;
+      int which = -1;
+      for (size_t i = 0; i < node->inputs.size() && which < 0; ++i)
+        if (node->inputs[i].is_same(t)) which = static_cast<int>(i);
+      if (which < 0) which = t.is_same(out) || t.impl()->storage == impl->storage ? Node::kOutput : Node::kOther - others++;
+      save(t, which);
+    }
+  }
+  impl->node = std::move(node);
   impl->requires_grad = true;
   return out;
+}
+}  // namespace
+
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  return record_node(op, std::move(out), std::move(inputs), nullptr, std::move(backward));
+}
+
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, const std::vector<Tensor>& saved,
+              BackwardFn backward) {
+  return record_node(op, std::move(out), std::move(inputs), &saved, std::move(backward));
 }
 
 namespace {
 
-// Nodes reachable from root, each after every node that consumes its output
-// (reverse topological order), by an iterative depth-first search.
-std::vector<std::shared_ptr<Node>> order_from(const std::shared_ptr<Node>& root) {
+// "'sum' -> 'mul' -> 'exp'": the ops on a path from the output (the last 8).
+std::string path_text(const std::vector<const Node*>& path) {
+  const size_t shown = std::min<size_t>(path.size(), 8);
+  std::string s = path.size() > shown ? "... -> " : "";
+  for (size_t k = path.size() - shown; k < path.size(); ++k)
+    s += detail::cat("'", path[k]->op, "'", k + 1 < path.size() ? " -> " : "");
+  return s;
+}
+
+// Throws if node cannot run its backward: freed by an earlier pass, or a
+// tensor it saved was changed in place since. `made` is the tensor node made
+// (for describing its output); `path` runs from the output's node to node.
+void check_runnable(const Node& node, const Tensor& made, const std::vector<const Node*>& path) {
+  if (node.released) {
+    if (node.failure)
+      fail("backward: the graph through '", node.op, "' was freed by an earlier backward() that "
+           "failed part-way, with: ", *node.failure, "; build the graph again (that backward changed "
+           "no .grad)");
+    fail("backward: the graph through '", node.op,
+         "' was already freed by an earlier backward(); pass retain_graph = true to the first "
+         "backward to go through it twice");
+  }
+  for (const Node::Saved& s : node.saved) {
+    const uint64_t now = s.storage->version.load(std::memory_order_relaxed);
+    if (now == s.version) continue;
+    const std::string what =
+        s.which >= 0 ? detail::cat("its input ", s.which, " (", describe(node.inputs[static_cast<size_t>(s.which)]), ")")
+        : s.which == Node::kOutput ? detail::cat("its output (", made.shape(), " ", made.dtype(), ")")
+                                   : detail::cat("saved tensor ", Node::kOther - s.which, " (not an input)");
+    fail("backward: '", node.op, "' saved ", what, " for its backward, and it was modified by an "
+         "in-place operation since: it is at version ", now, ", it was at version ", s.version,
+         " when '", node.op, "' ran; the gradient would be computed from values the forward did not "
+         "see. Change it after backward(), or give the op a copy (sg::clone). '", node.op,
+         "' was reached from the output through ", path_text(path),
+         g_anomaly_mode ? detail::cat("; the forward '", node.op, "' read ", describe_all(node.inputs)) : "");
+  }
+}
+
+// Nodes reachable from output, each after every node that consumes its
+// output (reverse topological order), by an iterative depth-first search;
+// each node is checked (check_runnable) when first reached, so a pass that
+// cannot run throws before any backward has run.
+std::vector<std::shared_ptr<Node>> order_from(const Tensor& output) {
+  struct Frame {
+    std::shared_ptr<Node> node;
+    size_t next;
+  };
   std::vector<std::shared_ptr<Node>> post;
-  std::unordered_set<Node*> seen{root.get()};
-  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
+  std::unordered_set<Node*> seen{output.node().get()};
+  std::vector<Frame> stack{{output.node(), 0}};
+  std::vector<const Node*> path{output.node().get()};  // the stack's nodes
+  check_runnable(*output.node(), output, path);
   while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (node->released)
-      fail("backward: the graph through '", node->op,
-           "' was already freed by an earlier backward(); pass retain_graph = true to the first "
-           "backward to go through it twice");
-    if (next < node->inputs.size()) {
-      const Tensor& in = node->inputs[next++];
-      if (in.defined() && in.node() && seen.insert(in.node().get()).second)
-        stack.emplace_back(in.node(), 0);
+    Frame& f = stack.back();
+    if (f.next < f.node->inputs.size()) {
+      const Tensor& in = f.node->inputs[f.next++];
+      if (in.defined() && in.node() && seen.insert(in.node().get()).second) {
+        path.push_back(in.node().get());
+        check_runnable(*in.node(), in, path);
+        stack.push_back({in.node(), 0});
+      }
     } else {
-      post.push_back(std::move(node));
+      post.push_back(std::move(f.node));
       stack.pop_back();
+      path.pop_back();
     }
   }
   return {post.rbegin(), post.rend()};
+}
+
+// True when nothing but `t` holds its buffer (no other handle, no view), and
+// the buffer is exactly its data: safe to keep as a leaf's .grad or to add into.
+bool owns_buffer(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1 && t.impl()->offset == 0 &&
+         t.impl()->storage->bytes == t.nbytes();
 }
 
 // Sums g into a gradient slot. In place when nothing else holds the slot's
@@ -203,14 +327,57 @@ void accumulate(Tensor& slot, const Tensor& g) {
     slot = kernel::add(slot, g);
 }
 
-void accumulate_leaf(Tensor leaf, const Tensor& g) {
-  // A leaf's .grad is its own buffer (never shared), so optimizers and
-  // clipping may change it in place.
-  Tensor current = leaf.grad();
-  if (current.defined())
-    kernel::add_(current, g);
-  else
-    leaf.set_grad(clone(g));
+// Serialises additions into leaves' .grad across threads: one lock for the
+// process, taken once per backward pass (at its end), so it costs nothing
+// measurable and concurrent passes into shared parameters sum exactly.
+std::mutex g_leaf_mutex;
+
+// The gradients one pass sends to leaves, summed here until the pass has
+// succeeded; then added into the leaves' .grad all at once.
+class LeafGrads {
+ public:
+  void add(const Tensor& leaf, const Tensor& g) {
+    const auto [it, fresh] = index_.try_emplace(leaf.impl(), items_.size());
+    if (fresh)
+      items_.push_back({leaf, g});
+    else
+      accumulate(items_[it->second].grad, g);
+  }
+
+  // Adds every sum into its leaf's .grad. A leaf's .grad is its own buffer
+  // (never shared), so optimizers and clipping may change it in place:
+  // copies are made first, so that nothing below the lock can fail.
+  void commit() {
+    for (Item& item : items_)
+      if (!owns_buffer(item.grad)) item.grad = clone(item.grad);
+    std::lock_guard<std::mutex> lock(g_leaf_mutex);
+    for (Item& item : items_) {
+      Tensor current = item.leaf.grad();
+      if (current.defined())
+        kernel::add_(current, item.grad);
+      else
+        item.leaf.set_grad(item.grad);
+    }
+    items_.clear();
+    index_.clear();
+  }
+
+ private:
+  struct Item {
+    Tensor leaf, grad;
+  };
+  std::vector<Item> items_;
+  std::unordered_map<const TensorImpl*, size_t> index_;
+};
+
+// node's backward, its errors prefixed with the op's name (the engine's own
+// checks name it already; an error from inside a backward may not).
+Grads run_backward(Node& node, const Tensor& g, bool anomaly) {
+  try {
+    return anomaly ? backward_naming_op(node, g) : node.backward(g);
+  } catch (const Error& e) {
+    fail("backward of '", node.op, "' failed: ", e.what());
+  }
 }
 
 }  // namespace
@@ -234,52 +401,69 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
     if (const int64_t bad = first_nonfinite(seed); bad >= 0)
       fail("anomaly mode: the gradient passed to backward() holds ", where(seed, bad), " of ",
            seed.shape(), " ", seed.dtype());
+  LeafGrads leaves;
   if (output.is_leaf()) {
-    accumulate_leaf(output, seed);
+    leaves.add(output, seed);
+    leaves.commit();
     return;
   }
 
   NoGradGuard no_grad;  // backward's own arithmetic is not recorded
-  const auto order = order_from(output.node());
+  const auto order = order_from(output);  // throws, before anything ran, if a node cannot run
   // A backward that threw part-way (say, a wrong gradient shape) leaves
   // partial sums in the nodes it had not reached yet; start from none.
   for (const auto& node : order) node->grad = Tensor();
   output.node()->grad = seed;
   Trail trail;  // filled in anomaly mode only
-  for (const auto& node : order) {
-    Tensor g = std::move(node->grad);
-    node->grad = Tensor();
-    if (g.defined()) {
-      if (anomaly) check_sum(*node, g, trail);
-      profile_mark("sum gradients");
-      Grads grads = anomaly ? backward_naming_op(*node, g) : node->backward(g);
-      profile_mark_backward(node->op);
-      if (grads.size() != node->inputs.size())
-        fail("backward of '", node->op, "' returned ", grads.size(), " gradients for ",
-             node->inputs.size(), " inputs");
-      for (size_t i = 0; i < grads.size(); ++i) {
-        const Tensor& in = node->inputs[i];
-        const Tensor& gi = grads[i];
-        if (!gi.defined() || !in.defined() || !in.requires_grad()) continue;
-        if (gi.shape() != in.shape() || gi.dtype() != in.dtype())
-          fail("backward of '", node->op, "' returned a gradient of shape ", gi.shape(), " (",
-               gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
-        if (anomaly) {
-          check_gradient(*node, i, gi, g, trail);
-          if (in.node()) trail.from.try_emplace(in.node().get(), node.get());
+  size_t done = 0;  // nodes whose backward has run (and which are released unless retain_graph)
+  try {
+    for (; done < order.size(); ++done) {
+      Node* node = order[done].get();
+      Tensor g = std::move(node->grad);
+      node->grad = Tensor();
+      if (g.defined()) {
+        if (anomaly) check_sum(*node, g, trail);
+        profile_mark("sum gradients");
+        Grads grads = run_backward(*node, g, anomaly);
+        profile_mark_backward(node->op);
+        if (grads.size() != node->inputs.size())
+          fail("backward of '", node->op, "' returned ", grads.size(), " gradients for ",
+               node->inputs.size(), " inputs");
+        for (size_t i = 0; i < grads.size(); ++i) {
+          const Tensor& in = node->inputs[i];
+          const Tensor& gi = grads[i];
+          if (!gi.defined() || !in.defined() || !in.requires_grad()) continue;
+          if (gi.shape() != in.shape() || gi.dtype() != in.dtype())
+            fail("backward of '", node->op, "' returned a gradient of shape ", gi.shape(), " (",
+                 gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
+          if (anomaly) {
+            check_gradient(*node, i, gi, g, trail);
+            if (in.node()) trail.from.try_emplace(in.node().get(), node);
+          }
+          if (in.node())
+            accumulate(in.node()->grad, gi);
+          else
+            leaves.add(in, gi);
         }
-        if (in.node())
-          accumulate(in.node()->grad, gi);
-        else
-          accumulate_leaf(in, gi);
+      }
+      if (!retain_graph) {
+        node->released = true;
+        node->backward = nullptr;
+        node->inputs.clear();
+        node->saved.clear();
       }
     }
-    if (!retain_graph) {
-      node->released = true;
-      node->backward = nullptr;
-      node->inputs.clear();
+  } catch (const std::exception& e) {
+    // Nothing reached a leaf's .grad (leaves.commit() did not run). The nodes
+    // already passed are freed: a later backward through them says why.
+    for (const auto& node : order) node->grad = Tensor();  // free the partial sums now
+    if (!retain_graph && done > 0) {
+      auto failure = std::make_shared<const std::string>(e.what());
+      for (size_t k = 0; k < done; ++k) order[k]->failure = failure;
     }
+    throw;
   }
+  leaves.commit();
 }
 
 }  // namespace sg

@@ -7,13 +7,27 @@
 //   backward  given the gradient of the output, returns one gradient per
 //             input (an undefined Tensor where none flows)
 //
+//   saved     the tensors whose values backward reads, each with the version
+//             of its storage when the op ran (core/tensor.hpp: Storage)
+//
 // The backward is a lambda written right under the op's forward; it captures
 // by value what it needs (inputs, saved statistics). It must never capture
 // the op's own output tensor (that would be a reference cycle: output ->
 // node -> output); capture `out.detach()` instead, which shares the data
 // without the node.
+//
+// Versions: backward() first walks the whole graph and compares every saved
+// tensor's version with the one noted at record(); a tensor changed in place
+// since (sg::kernel::add_, an optimizer step, ...) throws an sg::Error naming
+// the op, the tensor and both versions, before any backward runs. So a
+// gradient is never computed from values the forward did not see.
+//
+// Teardown: ~Node releases its inputs through a work list, not recursively,
+// so dropping a graph of any depth uses a bounded stack.
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/tensor.hpp"
@@ -29,11 +43,22 @@ struct Node {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
+  // A tensor the backward reads, and its storage's version when the op ran.
+  struct Saved {
+    std::shared_ptr<Storage> storage;
+    uint64_t version = 0;
+    int which = 0;  // its index in inputs; kOutput; or kOther - k for the k-th other tensor
+  };
+  static constexpr int kOutput = -1, kOther = -2;
+
   const char* op;
   std::vector<Tensor> inputs;
   BackwardFn backward;
+  std::vector<Saved> saved;
   Tensor grad;            // gradient of the output, summed during one backward pass
   bool released = false;  // backward already ran and freed inputs and closure
+  // Set when the backward pass that released this node threw part-way: what failed.
+  std::shared_ptr<const std::string> failure;
 
   // Nodes alive in the process; tests use it to prove graphs are freed.
   static int64_t live_count();
@@ -65,6 +90,19 @@ class NoGradGuard {
 //     });
 //   }
 //
+// This form saves every input: backward() refuses to run if any input was
+// changed in place after the op (its version moved). When backward reads
+// fewer tensors, or reads the output, list what it reads in `saved` (the
+// second form, PyTorch's ctx.save_for_backward):
+//
+//   sg::Tensor out = sg::kernel::exp(x);
+//   return sg::record("exp", out, {x}, {out}, [y = out.detach()](const sg::Tensor& g) -> sg::Grads {
+//     return {sg::kernel::mul(g, y)};  // reads only the output
+//   });
+//
+// An op whose backward reads nothing but shapes (add, sum, reshape) saves
+// {}; then a later in-place change of its inputs is fine, as in PyTorch.
+//
 //   op        the op's name, for errors, anomaly mode and to_dot. The node
 //             keeps the pointer: pass a string literal, not a temporary's c_str().
 //   out       the forward's result, computed with the graph-free kernels
@@ -81,10 +119,17 @@ class NoGradGuard {
 //             work in it. Never change g or an input in place (returning g
 //             itself is fine): the engine sums gradients out of place.
 //             Capture by value; capture `out.detach()`, never `out` (a cycle).
+//   saved     (second form) every tensor whose values backward reads: inputs,
+//             `out` itself (only its storage and version are kept, so no
+//             cycle), or others. Undefined tensors are skipped. Something
+//             backward recomputes from an input (max's argmax) counts as
+//             reading it. The first form saves all of `inputs`.
 //
 // Then check it with sg::gradcheck (autograd/gradcheck.hpp); the walk-through
 // is docs/adding-a-layer.md, and examples/custom_layer.cpp runs one.
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, const std::vector<Tensor>& saved,
+              BackwardFn backward);
 
 // True when op results from these inputs would be recorded.
 bool any_requires_grad(const std::vector<Tensor>& inputs);
@@ -120,6 +165,17 @@ class AnomalyModeGuard {
 // Runs reverse-mode differentiation from `output`. A non-scalar output needs
 // `grad_output` of its shape. Gradients add into the .grad of every leaf that
 // requires grad. The graph is freed afterwards unless retain_graph is set.
+//
+// All or nothing: the leaves' gradients are summed on the side and added
+// into their .grad only once every backward has run, so a pass that throws
+// (a saved tensor changed in place, a custom backward's error, anomaly mode)
+// changes no .grad. Its nodes that already ran are freed (unless
+// retain_graph), and a later backward through them says which error freed them.
+//
+// Threads: passes on several threads may share leaves (one model's
+// parameters, each thread its own graph); their additions into a shared
+// leaf's .grad are serialised, so the sum is exact (in some order). Two
+// threads must not run backward through the same non-leaf tensor at once.
 void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool retain_graph = false);
 
 }  // namespace sg

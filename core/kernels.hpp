@@ -3,6 +3,9 @@
 // never record autograd nodes; the differentiable ops in autograd/ call them
 // for both their forward and their backward. All inputs and outputs are
 // contiguous; outputs are new tensors unless the name ends in `_` (in place).
+// Every in-place kernel adds 1 to the version of the storage it writes
+// (Tensor::version), which lets backward() detect a tensor changed after an
+// op saved it for its backward.
 //
 // Broadcasting follows NumPy: shapes align at the right, and an axis of size
 // 1 (or a missing leading axis) stretches to the other operand's size.

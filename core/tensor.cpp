@@ -2,6 +2,7 @@
 #include "core/tensor.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/kernels.hpp"
@@ -10,7 +11,8 @@ namespace sg {
 
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) fail("numel: shape ", shape, " has more than 2^63 - 1 elements");
   return n;
 }
 
@@ -90,37 +92,57 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
 // ---- creation ----
 
 namespace {
-void check_sizes(const Shape& shape, const char* op) {
+// The largest buffer a tensor may have: 2^47 bytes (128 TiB), the user
+// address space of x86-64 and of AArch64 with 4 KiB pages; no allocator can
+// give more. (Larger requests below PTRDIFF_MAX would reach the allocator,
+// and AddressSanitizer's aborts on them instead of returning null.)
+constexpr int64_t kMaxBytes = int64_t{1} << 47;
+
+// The byte count of a new tensor of shape, after checking that no dimension
+// is negative and that neither the element count nor the byte count overflows.
+size_t checked_bytes(const Shape& shape, DType dtype, const char* op) {
+  int64_t n = 1, bytes = 0;
   for (int64_t d : shape)
     if (d < 0) fail(op, ": negative dimension in shape ", shape);
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      fail(op, ": shape ", shape, " has more than 2^63 - 1 elements");
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes) || bytes > kMaxBytes)
+    fail(op, ": shape ", shape, " of ", dtype, " needs ", n, " elements of ", dtype_size(dtype),
+         " bytes, more than the ", kMaxBytes, " bytes a buffer can have");
+  return static_cast<size_t>(bytes);
 }
 }  // namespace
 
 Tensor empty(const Shape& shape, DType dtype) {
-  check_sizes(shape, "empty");
+  const size_t bytes = checked_bytes(shape, dtype, "empty");
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(shape)) * dtype_size(dtype));
+  try {
+    impl->storage = std::make_shared<Storage>(bytes);
+  } catch (const Error& e) {
+    fail("empty: shape ", shape, " of ", dtype, ": ", e.what());
+  }
   return Tensor(std::move(impl));
 }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
-  check_sizes(shape, "full");
+  checked_bytes(shape, dtype, "full");
   Tensor t = empty(shape, dtype);
   kernel::fill_(t, value);
   return t;
 }
 
 Tensor zeros(const Shape& shape, DType dtype) {
-  check_sizes(shape, "zeros");
+  checked_bytes(shape, dtype, "zeros");
   Tensor t = empty(shape, dtype);
   std::memset(t.raw_data(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
   return t;
 }
 
 Tensor ones(const Shape& shape, DType dtype) {
-  check_sizes(shape, "ones");
+  checked_bytes(shape, dtype, "ones");
   return full(shape, 1.0, dtype);
 }
 Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }

@@ -12,6 +12,7 @@
 // Tensors hold no operations as methods: every op is a free function, the
 // graph-free kernels in sg::kernel (core/kernels.hpp) and the differentiable ones
 // in sg (autograd/ops.hpp). So `x.shape()` is metadata, `sg::sum(x)` is math.
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -23,6 +24,8 @@
 
 namespace sg {
 
+// The element count of shape; throws "numel: shape (4611686018427387904, 4)
+// has more than 2^63 - 1 elements" when the product overflows int64_t.
 int64_t numel(const Shape& shape);
 // The per-axis coordinates of row-major element `index` of `shape`: element 5
 // of (2, 3) is (1, 2). For messages that point at one element.
@@ -33,6 +36,14 @@ int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
 
 // One buffer of raw bytes, 64-byte aligned, from the caching allocator
 // (core/allocator.cpp). Never zero-filled: creation functions fill it.
+//
+// `version` counts the in-place writes to the buffer, as PyTorch's version
+// counter does: every in-place kernel (the `_` functions of sg::kernel) and
+// every optimizer step adds 1. It lives on the storage, so a tensor and all
+// its views share it. The autograd graph notes the versions of the tensors a
+// backward will read, and backward() refuses to run if one has changed
+// (autograd/node.hpp). Relaxed atomics: free on x86, and two threads that
+// read it while a third writes are not a data race.
 struct Storage {
   explicit Storage(size_t bytes);
   ~Storage();
@@ -40,6 +51,7 @@ struct Storage {
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t bytes = 0;
+  std::atomic<uint64_t> version{0};
 };
 
 struct Node;  // autograd/node.hpp
@@ -87,6 +99,13 @@ class Tensor {
   bool is_leaf() const { return node() == nullptr; }
   // A handle to the same data with no graph and requires_grad off.
   Tensor detach() const;
+
+  // In-place writes to this tensor's storage so far (shared with its views).
+  uint64_t version() const { return checked().storage->version.load(std::memory_order_relaxed); }
+  // Records an in-place write. The in-place kernels and the optimizers call
+  // it; so must any code that writes through data<T>() into a tensor that
+  // may already be in a graph (a custom in-place op, a hand-written update).
+  void bump_version() const { checked().storage->version.fetch_add(1, std::memory_order_relaxed); }
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

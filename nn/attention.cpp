@@ -115,7 +115,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by 1/sqrt(d), softmaxed.
   auto attend = [&](const Tensor& scores) {
     const Tensor weights = masked_softmax(scores, lens, causal, scale);
-    attention_weights_ = reshape(weights.detach(), {batch, num_heads, nq, nk});
+    keep_weights(reshape(weights.detach(), {batch, num_heads, nq, nk}));
     return attention_dropout->forward(weights);
   };
 
@@ -143,6 +143,18 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
     heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));
   return W_o->forward(merge_heads(heads, num_heads));
+}
+
+void MultiHeadAttention::keep_weights(const Tensor& weights) const {
+  std::lock_guard<std::mutex> lock(weights_mutex_);
+  weights_by_thread_[std::this_thread::get_id()] = weights;
+  latest_weights_ = weights;
+}
+
+Tensor MultiHeadAttention::attention_weights() const {
+  std::lock_guard<std::mutex> lock(weights_mutex_);
+  const auto it = weights_by_thread_.find(std::this_thread::get_id());
+  return it != weights_by_thread_.end() ? it->second : latest_weights_;
 }
 
 }  // namespace sg::nn

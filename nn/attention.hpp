@@ -8,7 +8,8 @@
 //     also hides every key after the query's position) and softmaxed;
 //   * dropout on the weights, weighted sum of values, heads concatenated,
 //     projected by W_o.
-// The weights of the last forward (before dropout) are kept for plots.
+// The weights of the last forward (before dropout) are kept for plots, per
+// thread (see attention_weights()).
 //
 // Optionally, attention itself carries positions (AttentionPositions), the
 // alternatives to adding an absolute encoding to the embeddings:
@@ -20,6 +21,10 @@
 //   * rotary (RoPE, Su et al., 2021): q and k are rotated for their positions
 //     (sg::rope) before the dot product, so each score depends on j - i
 //     through the rotation; no parameters; the head dimension must be even.
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
 #include "nn/basic.hpp"
 #include "nn/linear.hpp"
 #include "nn/positional.hpp"
@@ -42,8 +47,12 @@ class MultiHeadAttention : public Module {
   // valid_lens: undefined, (B) or (B, Q) int64 -> (B, Q, num_hiddens)
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                  const Tensor& valid_lens = Tensor()) const;
-  // (B, num_heads, Q, K) from the last forward; undefined before the first.
-  Tensor attention_weights() const { return attention_weights_; }
+  // (B, num_heads, Q, K): the weights of this thread's last forward, or, if
+  // this thread has run none, of the last forward on any thread; undefined
+  // before the first. forward() is const and may run on several threads at
+  // once (inference, see docs/architecture.md): each thread's weights are
+  // kept apart, under a lock, so none is torn or mixed with another's.
+  Tensor attention_weights() const;
 
   int64_t num_hiddens, num_heads;
   bool causal;
@@ -54,7 +63,10 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Dropout> attention_dropout;
 
  private:
-  mutable Tensor attention_weights_;
+  void keep_weights(const Tensor& weights) const;
+  mutable std::mutex weights_mutex_;
+  mutable std::unordered_map<std::thread::id, Tensor> weights_by_thread_;
+  mutable Tensor latest_weights_;  // of the last forward on any thread
 };
 
 }  // namespace sg::nn

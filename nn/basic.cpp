@@ -8,7 +8,9 @@ namespace sg::nn {
 Dropout::Dropout(double p_) : p(p_) {
   if (!(p >= 0 && p < 1)) fail("Dropout: p must be in [0, 1), got ", p);
 }
-Tensor Dropout::forward(const Tensor& x) const { return dropout(x, p, is_training()); }
+Tensor Dropout::forward(const Tensor& x) const {
+  return generator ? dropout(x, p, is_training(), *generator) : dropout(x, p, is_training());
+}
 
 Embedding::Embedding(int64_t vocab, int64_t dim) {
   if (vocab <= 0 || dim <= 0) fail("Embedding: sizes must be positive, got vocab ", vocab, ", dim ", dim);

@@ -1,5 +1,6 @@
 #pragma once
 // Small layers: Dropout, Embedding, LayerNorm.
+#include "core/random.hpp"
 #include "nn/module.hpp"
 
 namespace sg::nn {
@@ -11,6 +12,9 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.5);
   Tensor forward(const Tensor& x) const;
   double p;
+  // Masks come from this generator when set, else from the default one: a
+  // module of its own per thread gives reproducible masks on every thread.
+  std::shared_ptr<Generator> generator;
 };
 
 // A lookup table of vocab_size rows.  ids: (...) int64 -> (..., dim)

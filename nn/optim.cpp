@@ -78,6 +78,10 @@ void Optimizer::step() {
     if (!params_[i].grad().defined()) continue;
     ++param_steps_[i];
     update(i);
+    // update() writes the parameter in place through data<T>(): a graph
+    // built before this step that saved the parameter must see the change
+    // (backward() then refuses to use the stale values).
+    params_[i].bump_version();
   }
   ++step_count_;
 }

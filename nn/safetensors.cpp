@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -287,9 +288,18 @@ SafetensorsFile read_safetensors(const char* op, const std::string& path, const 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
   const char* op = "save_safetensors";
   const Layout layout = plan_file(path, tensors, metadata);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The temporary's name is unique to this process (its id) and to this
+  // save (a process-wide counter), so saves from several threads, or
+  // processes, to one path never share a temporary; O_EXCL skips a name a
+  // crashed run left behind. The last rename wins.
+  static std::atomic<uint64_t> saves{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(saves.fetch_add(1));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) fail(op, ": cannot create '", tmp, "' to write '", path, "': ", sys_error());
   // From here on a failure removes the temporary: the target is never touched.
   auto abandon = [&](const char* step) {

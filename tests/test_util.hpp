@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <random>
@@ -82,8 +84,57 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const sg::Shape& shape) {
   return flat;
 }
 
+// ---- NaN-proof comparisons ----
+// A NaN compares false with everything, so a running maximum such as
+// `worst = std::max(worst, d)` or `if (d > worst) worst = d` silently skips
+// it (or, with `if (!(d <= worst))`, lets the next finite element overwrite
+// it). These helpers count a NaN or an infinity in either operand as an
+// infinite error, so a comparison built on them always fails on one.
+// tests/test_compare.cpp proves it.
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+inline double abs_diff(double got, double want) {
+  return std::isfinite(got) && std::isfinite(want) ? std::fabs(got - want) : kInf;
+}
+// |got - want| / |want|; infinite for a non-finite operand or want == 0 != got.
+inline double rel_diff(double got, double want) {
+  if (!std::isfinite(got) || !std::isfinite(want)) return kInf;
+  if (got == want) return 0;
+  return want == 0 ? kInf : std::fabs(got - want) / std::fabs(want);
+}
+
+// The element where got is furthest past its bound (bound(i) >= 0), and by
+// how much (excess <= 0: within). Sizes that differ are an infinite excess.
+struct Worst {
+  double excess = -kInf;
+  size_t index = 0;
+  bool ok() const { return excess <= 0; }  // false for an infinite or NaN excess
+};
+inline Worst worst_excess(const std::vector<double>& got, const std::vector<double>& want,
+                          const std::function<double(size_t)>& bound) {
+  Worst w;
+  if (got.size() != want.size()) return {kInf, 0};
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = abs_diff(got[i], want[i]) - bound(i);
+    if (e > w.excess || std::isnan(e)) w = {std::isnan(e) ? kInf : e, i};
+  }
+  return w;
+}
+
+// The largest rel_diff over the elements (infinite if any is non-finite).
+inline double max_rel_diff(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return kInf;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = rel_diff(got[i], want[i]);
+    if (d > worst) worst = d;  // d is never NaN
+  }
+  return worst;
+}
+
 // got has shape and T's dtype, and every element is within abs + rel * |want|
-// of want (NaN matches NaN). One assertion per tensor, reporting how many
+// of want. A NaN or infinity in got fails unless want holds exactly that
+// value there (tests of NaN and overflow propagation spell it out in want). One assertion per tensor, reporting how many
 // elements differ and the first of them.
 template <class T>
 void check_values(const sg::Tensor& got, const sg::Shape& shape, const std::vector<double>& want,

@@ -8,14 +8,17 @@ namespace sg {
 // a: (...), b: (...) broadcast -> out: broadcast shape.
 // Each gradient is summed back over the axes its input was broadcast along.
 Tensor add(const Tensor& a, const Tensor& b) {
-  return record("add", kernel::add(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+  return record("add", kernel::add(a, b), {a, b}, {}, [a, b](const Tensor& g) -> Grads {
     return {a.requires_grad() ? kernel::sum_to(g, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(g, b.shape()) : Tensor()};
   });
 }
 
+// Saved for backward: b if a needs a gradient (da = g b), a if b does, as
+// PyTorch: an in-place change of a tensor no gradient reads is fine.
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return record("mul", kernel::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+  return record("mul", kernel::mul(a, b), {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
+                [a, b](const Tensor& g) -> Grads {
     return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
   });
@@ -24,7 +27,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
-  return record("div", out, {a, b}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
+  return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
     Tensor g_over_b = kernel::div(g, b);
     return {a.requires_grad() ? kernel::sum_to(g_over_b, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::neg(kernel::mul(g_over_b, q)), b.shape())
@@ -33,7 +36,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor affine(const Tensor& x, double alpha, double beta) {
-  return record("affine", kernel::affine(x, alpha, beta), {x}, [alpha](const Tensor& g) -> Grads {
+  return record("affine", kernel::affine(x, alpha, beta), {x}, {}, [alpha](const Tensor& g) -> Grads {
     return {kernel::affine(g, alpha, 0)};
   });
 }

@@ -42,7 +42,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
       if (t[n] != ignore_index) total -= lp[n * classes + t[n]];
     *loss.data<T>() = static_cast<T>(counted ? total / static_cast<double>(counted) : 0.0);
   });
-  return record("cross_entropy", loss, {logits, targets},
+  return record("cross_entropy", loss, {logits, targets}, {targets},
                 [logp, targets, ignore_index, counted](const Tensor& g) -> Grads {
     Tensor d = empty(logp.shape(), logp.dtype());
     const int64_t classes = logp.shape().back(), rows = targets.numel();

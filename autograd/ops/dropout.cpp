@@ -61,7 +61,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   const uint64_t key = gen.next_u64();
   const auto threshold = static_cast<uint64_t>(std::ldexp(p, 64));  // P(coin < threshold) = p
   const double keep = 1.0 / (1.0 - p);
-  return record("dropout", apply_mask(x, key, threshold, keep), {x}, [key, threshold, keep](const Tensor& g) -> Grads {
+  return record("dropout", apply_mask(x, key, threshold, keep), {x}, {}, [key, threshold, keep](const Tensor& g) -> Grads {
     return {apply_mask(g, key, threshold, keep)};  // the same coins: dL/dx = dL/dy * m / (1 - p)
   });
 }

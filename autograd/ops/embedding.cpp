@@ -29,7 +29,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
     std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(id[i]) * row, row);
   });
 
-  return record("embedding", out, {weight, ids}, [weight, ids](const Tensor& g) -> Grads {
+  return record("embedding", out, {weight, ids}, {ids}, [weight, ids](const Tensor& g) -> Grads {
     Tensor dw = zeros_like(weight);
     const int64_t d = weight.shape()[1], count = ids.numel();
     const int64_t* idx = ids.data<int64_t>();

@@ -71,7 +71,8 @@ Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
   Tensor scores = empty({batch * heads, nq, nk}, q.dtype());
   head_products(false, true, nq, nk, d, q, by_columns(nq, d, heads), k, by_columns(nk, d, heads),
                 scores, stacked(nq, nk, heads), batch, heads);
-  return record("head_scores", scores, {q, k}, [q, k, heads](const Tensor& g) -> Grads {
+  return record("head_scores", scores, {q, k}, {q.requires_grad() ? k : Tensor(), k.requires_grad() ? q : Tensor()},
+                [q, k, heads](const Tensor& g) -> Grads {
     const int64_t batch = q.shape()[0], nq = q.shape()[1], nk = k.shape()[1];
     const int64_t d = q.shape()[2] / heads;
     Tensor dq, dk;
@@ -105,7 +106,8 @@ Tensor head_pool(const Tensor& weights, const Tensor& v, int64_t heads) {
   Tensor out = empty({batch, nq, hidden}, v.dtype());
   head_products(false, false, nq, d, nk, weights, stacked(nq, nk, heads), v,
                 by_columns(nk, d, heads), out, by_columns(nq, d, heads), batch, heads);
-  return record("head_pool", out, {weights, v}, [weights, v, heads](const Tensor& g) -> Grads {
+  return record("head_pool", out, {weights, v},
+                {weights.requires_grad() ? v : Tensor(), v.requires_grad() ? weights : Tensor()}, [weights, v, heads](const Tensor& g) -> Grads {
     const int64_t nq = weights.shape()[1], nk = weights.shape()[2], batch = v.shape()[0];
     const int64_t d = v.shape()[2] / heads;
     Tensor dw, dv;

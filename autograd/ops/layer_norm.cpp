@@ -96,7 +96,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   // With xhat = (x - mean) * rstd and gx = g * gamma, per row:
   //   dx = rstd * (gx - mean_d(gx) - xhat * mean_d(gx * xhat))
   //   dgamma = sum_rows g * xhat,  dbeta = sum_rows g
-  return record("layer_norm", out, {x, gamma, beta}, [x, gamma, beta, mean, rstd](const Tensor& g) -> Grads {
+  return record("layer_norm", out, {x, gamma, beta}, {x, gamma}, [x, gamma, beta, mean, rstd](const Tensor& g) -> Grads {
     const int64_t dim = x.shape().back(), rows = mean.numel();
     Tensor dx = empty(x.shape(), x.dtype());
     Tensor dgamma = zeros_like(gamma), dbeta = zeros_like(beta);

@@ -43,7 +43,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   std::vector<Tensor> inputs = {x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("linear", out, inputs, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
+  return record("linear", out, inputs,
+                {x.requires_grad() ? weight : Tensor(), weight.requires_grad() ? x : Tensor()}, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
     const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
     const Tensor g2 = kernel::reshape(g, {rows, out_features});
     Grads grads(has_bias ? 3 : 2);

@@ -10,7 +10,8 @@ namespace sg {
 // a: (..., M, K), b: (..., K, N) -> (..., M, N) (shapes after the optional transposes).
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor out = kernel::matmul(a, b, ta, tb);
-  return record("matmul", out, {a, b}, [a, b, ta, tb](const Tensor& g) -> Grads {
+  return record("matmul", out, {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
+                [a, b, ta, tb](const Tensor& g) -> Grads {
     Tensor da, db;
     if (a.requires_grad()) {
       da = ta ? kernel::matmul(b, g, tb, true)     // A stored (K, M): dA = op(B) g^T

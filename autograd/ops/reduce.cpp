@@ -15,7 +15,7 @@ Shape keepdim_shape(const Shape& s, int64_t axis) {
 
 // x: (...) -> (); every element's gradient is g.
 Tensor sum(const Tensor& x) {
-  return record("sum", kernel::sum(x), {x}, [x](const Tensor& g) -> Grads {
+  return record("sum", kernel::sum(x), {x}, {}, [x](const Tensor& g) -> Grads {
     return {kernel::broadcast_to(g, x.shape())};
   });
 }
@@ -23,7 +23,7 @@ Tensor sum(const Tensor& x) {
 // x: (..., n, ...) -> the same without axis (or with it as 1 when keepdim).
 Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "sum");
-  return record("sum", kernel::sum(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
+  return record("sum", kernel::sum(x, axis, keepdim), {x}, {}, [x, axis](const Tensor& g) -> Grads {
     return {kernel::broadcast_to(kernel::reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
   });
 }
@@ -50,6 +50,9 @@ Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
 }
 
 // x: (..., n, ...) -> max along axis; the gradient goes to the first maximum.
+// The backward recomputes the argmax from x, so x is saved (record's
+// default): changing x in place after max() makes backward() throw instead
+// of sending the gradient to another element.
 Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "max");
   return record("max", kernel::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {

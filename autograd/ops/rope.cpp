@@ -64,7 +64,7 @@ Tensor rope(const Tensor& x, int64_t offset, double base) {
   if (offset < 0) fail("rope: offset must be non-negative, got ", offset, " for x ", x.shape());
   if (!(base > 1)) fail("rope: base must be greater than 1, got ", base);
   Tensor out = rotate_pairs(x, offset, base, 1);
-  return record("rope", out, {x}, [offset, base](const Tensor& g) -> Grads {
+  return record("rope", out, {x}, {}, [offset, base](const Tensor& g) -> Grads {
     return {rotate_pairs(g, offset, base, -1)};
   });
 }

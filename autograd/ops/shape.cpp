@@ -8,7 +8,7 @@
 namespace sg {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  return record("reshape", kernel::reshape(x, shape), {x}, [x](const Tensor& g) -> Grads {
+  return record("reshape", kernel::reshape(x, shape), {x}, {}, [x](const Tensor& g) -> Grads {
     return {kernel::reshape(g, x.shape())};
   });
 }
@@ -19,7 +19,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i)
     inverse[static_cast<size_t>(normalize_axis(dims[i], x.shape(), "permute"))] = static_cast<int64_t>(i);
-  return record("permute", out, {x}, [inverse](const Tensor& g) -> Grads {
+  return record("permute", out, {x}, {}, [inverse](const Tensor& g) -> Grads {
     return {kernel::permute(g, inverse)};
   });
 }
@@ -37,7 +37,7 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
   Tensor out = kernel::slice(x, axis, start, end);
   axis = normalize_axis(axis, x.shape(), "slice");
-  return record("slice", out, {x}, [x, axis, start, end](const Tensor& g) -> Grads {
+  return record("slice", out, {x}, {}, [x, axis, start, end](const Tensor& g) -> Grads {
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
     if (start == 0 && end == n) return {g};
     std::vector<Tensor> parts;
@@ -53,7 +53,7 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   Tensor out = kernel::concat(xs, axis);
   axis = normalize_axis(axis, xs[0].shape(), "concat");
-  return record("concat", out, xs, [xs, axis](const Tensor& g) -> Grads {
+  return record("concat", out, xs, {}, [xs, axis](const Tensor& g) -> Grads {
     Grads grads;
     int64_t at = 0;
     for (const Tensor& x : xs) {

@@ -15,7 +15,7 @@ namespace sg {
 // x: (..., n) -> y: (..., n). dx = y * (g - sum(g * y)) per row.
 Tensor softmax(const Tensor& x) {
   Tensor out = kernel::softmax(x);
-  return record("softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     const Tensor gy = kernel::mul(g, y);
     return {kernel::sub(gy, kernel::mul(y, kernel::sum(gy, -1, true)))};
   });
@@ -24,7 +24,7 @@ Tensor softmax(const Tensor& x) {
 // x: (..., n) -> x - logsumexp(x). dx = g - softmax(x) * sum(g) per row.
 Tensor log_softmax(const Tensor& x) {
   Tensor out = kernel::log_softmax(x);
-  return record("log_softmax", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("log_softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     return {kernel::sub(g, kernel::mul(kernel::exp(y), kernel::sum(g, -1, true)))};
   });
 }
@@ -184,7 +184,7 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
       masked_softmax_row<fixed()>(x + r * keys, y + r * keys, len[static_cast<size_t>(r)], keys, s);
     });
   });
-  return record("masked_softmax", out, {scores},
+  return record("masked_softmax", out, {scores}, {out},
                 [y = out.detach(), len, keys, rows, scale, parallel](const Tensor& g) -> Grads {
     Tensor dx = empty(g.shape(), g.dtype());
     visit_floating(g, "masked_softmax", [&](auto tag) {

@@ -12,7 +12,7 @@ namespace sg {
 // x: any shape -> same shape, for every op in this file.
 Tensor exp(const Tensor& x) {
   Tensor out = kernel::exp(x);
-  return record("exp", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("exp", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     return {kernel::mul(g, y)};  // d exp(x) = exp(x)
   });
 }
@@ -25,14 +25,14 @@ Tensor log(const Tensor& x) {
 
 Tensor sqrt(const Tensor& x) {
   Tensor out = kernel::sqrt(x);
-  return record("sqrt", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("sqrt", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     return {kernel::div(kernel::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
   });
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor out = kernel::tanh(x);
-  return record("tanh", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("tanh", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     // d tanh(x) = 1 - tanh(x)^2
     return {kernel::mul(g, kernel::affine(kernel::mul(y, y), -1.0, 1.0))};
   });
@@ -40,7 +40,7 @@ Tensor tanh(const Tensor& x) {
 
 Tensor sigmoid(const Tensor& x) {
   Tensor out = kernel::sigmoid(x);
-  return record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("sigmoid", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
     // d sigmoid(x) = s (1 - s)
     return {kernel::mul(g, kernel::mul(y, kernel::affine(y, -1.0, 1.0)))};
   });

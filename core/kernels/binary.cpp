@@ -150,6 +150,7 @@ void add_(Tensor& dst, const Tensor& src) {
     using T = decltype(tag);
     run_plan(plan, dst.data<T>(), src.data<T>(), dst.data<T>(), [](T x, T y) { return x + y; });
   });
+  dst.bump_version();
 }
 
 }  // namespace sg::kernel

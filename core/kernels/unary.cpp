@@ -82,6 +82,7 @@ void fill_(Tensor& dst, double value) {
     const int64_t n = dst.numel();
     parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { o[i] = v; });
   });
+  dst.bump_version();
 }
 
 void scale_(Tensor& dst, double s) {
@@ -92,12 +93,14 @@ void scale_(Tensor& dst, double s) {
     const int64_t n = dst.numel();
     parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { o[i] *= v; });
   });
+  dst.bump_version();
 }
 
 void copy_(Tensor& dst, const Tensor& src) {
   check_same_shape(dst, src, "copy_");
   check_same_dtype(dst, src, "copy_");
   if (dst.raw_data() != src.raw_data()) std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
+  dst.bump_version();
 }
 
 }  // namespace sg::kernel

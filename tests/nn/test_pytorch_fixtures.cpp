@@ -27,6 +27,7 @@
 
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
+#include "test_util.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -89,25 +90,18 @@ void require_close(const std::string& what, const Tensor& actual, const Tensor& 
   REQUIRE(actual.defined());
   REQUIRE(actual.shape() == expected.shape());
   const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
-  double scale = 0;
+  double scale = 0, max_diff = 0;  // only for the report; the check is worst_excess
   for (double v : e) scale = std::max(scale, std::fabs(v));
-  double max_diff = 0, worst_excess = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double diff = std::fabs(a[i] - e[i]);
-    max_diff = std::max(max_diff, diff);
-    const double excess = diff - (tol.atol + tol.rtol * std::fabs(e[i]) + tol.scale_rtol * scale);
-    if (!(excess <= worst_excess)) {  // NaN counts as the worst
-      worst_excess = excess;
-      worst = i;
-    }
-  }
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, test_util::abs_diff(a[i], e[i]));
+  // NaN-proof: a NaN or infinity on either side is an infinite excess.
+  const test_util::Worst worst = test_util::worst_excess(
+      a, e, [&](size_t i) { return tol.atol + tol.rtol * std::fabs(e[i]) + tol.scale_rtol * scale; });
   if (std::getenv("SMALLGRAD_FIXTURES_VERBOSE"))
     std::cout << "  " << what << " " << actual.shape() << ": max |diff| " << max_diff << ", max |value| "
               << scale << "\n";
-  INFO("element " << worst << ": ours " << a[worst] << ", PyTorch " << e[worst] << " (atol " << tol.atol
+  INFO("element " << worst.index << ": ours " << a[worst.index] << ", PyTorch " << e[worst.index] << " (atol " << tol.atol
                   << ", rtol " << tol.rtol << ", scale_rtol " << tol.scale_rtol << " of " << scale << ")");
-  REQUIRE(!(worst_excess > 0 || std::isnan(worst_excess)));
+  REQUIRE(worst.ok());
 }
 
 // Backpropagates L = sum(out * loss_weight) and compares the gradient of each

@@ -227,7 +227,7 @@ TEST_CASE("exp_fast is within 2e-7 of std::exp over float32's whole range", "[el
       REQUIRE(std::isinf(got));
     } else if (want < std::numeric_limits<float>::min()) {
       REQUIRE(std::fabs(got - want) <= std::numeric_limits<float>::denorm_min());  // gradual underflow
-    } else if (const double rel = std::fabs(got - want) / want; rel > worst) {
+    } else if (const double rel = test_util::rel_diff(got, want); rel > worst) {  // NaN-proof
       worst = rel;
       worst_x = x;
     }
