@@ -31,8 +31,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       infer = static_cast<int64_t>(i);
     } else if (out[i] < 0) {
       fail("reshape: negative size in ", shape, " (from ", x.shape(), ")");
-    } else {
-      known *= out[i];
+    } else if (__builtin_mul_overflow(known, out[i], &known)) {
+      fail("reshape: shape ", shape, " has more than 2^63 - 1 elements (from ", x.shape(), ")");
     }
   }
   if (infer >= 0) {
