@@ -16,10 +16,11 @@
 // cannot turn the spinning off; it avoids it instead: unless the user fixed
 // the count, num_threads() is the number of cores that other processes leave
 // free, measured every 100 ms from /proc/stat (all CPU time) minus our own
-// CPU time, over the busiest of the last five intervals. With nothing else running that is every core; with one busy
-// process on two cores it is one, and the workers fall asleep. Results do not
-// depend on the count (no kernel splits a sum by thread), so they do not
-// change with the load either.
+// CPU time, over the busiest of the last five intervals. With nothing else
+// running that is every core; with one busy process on two cores it is one,
+// and the workers fall asleep. Results do not depend on the count (no
+// kernel of ours splits a sum by thread; only BLIS, for products with n and
+// k both over 1024, may reassociate), so they do not change with the load.
 //
 // Kernel choice: BLIS 0.9 reads BLIS_ARCH_TYPE once, when it initialises, and
 // without it picks its slow generic kernels on CPUs newer than it knows
