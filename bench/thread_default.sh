@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The default thread count against one thread (and against every core, the
 # old default), on the default run of train_encoder (task shift, 800 steps),
-# with the machine idle and with one competing busy process (`yes`).
+# with the machine as found (idle, if nothing else runs: the load average is
+# printed with the table) and with one competing busy process (`yes`).
 # Wall time of the whole program, median of REPEATS runs, one markdown table.
 #
 #   bench/thread_default.sh [REPEATS] [extra train_encoder flags...]
@@ -58,7 +59,7 @@ echo "|---|---|---|---|---|"
 for condition in idle busy; do
   one=${result[$condition,1]} def=${result[$condition,default]} all=${result[$condition,all]}
   ratio=$(awk -v o="$one" -v d="$def" -v a="$all" 'BEGIN {printf "%.2f", d / (o < a ? o : a)}')
-  label=$([ "$condition" = idle ] && echo "idle" || echo "one \`yes\` running")
+  label=$([ "$condition" = idle ] && echo "as found (idle if nothing else runs)" || echo "plus one \`yes\`")
   printf '| %s | %s s | %s s | %s s | %s |\n' "$label" "$one" "$def" "$all" "$ratio"
 done
 echo

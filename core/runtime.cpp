@@ -16,10 +16,11 @@
 // cannot turn the spinning off; it avoids it instead: unless the user fixed
 // the count, num_threads() is the number of cores that other processes leave
 // free, measured every 100 ms from /proc/stat (all CPU time) minus our own
-// CPU time. With nothing else running that is every core; with one busy
-// process on two cores it is one, and the workers fall asleep. Results do not
-// depend on the count (no kernel splits a sum by thread), so they do not
-// change with the load either.
+// CPU time, over the busiest of the last five intervals. With nothing else
+// running that is every core; with one busy process on two cores it is one,
+// and the workers fall asleep. Results do not depend on the count (no
+// kernel of ours splits a sum by thread; only BLIS, for products with n and
+// k both over 1024, may reassociate), so they do not change with the load.
 //
 // Kernel choice: BLIS 0.9 reads BLIS_ARCH_TYPE once, when it initialises, and
 // without it picks its slow generic kernels on CPUs newer than it knows
@@ -133,10 +134,18 @@ int cores() {
 }
 
 
+// The count follows the busiest of the last kWindows intervals: it drops as
+// soon as another process takes a core, and rises again only when the core
+// has stayed free for all of them (a compiler between two files frees a
+// core for a moment; a second thread started then would stall at once).
+constexpr int kWindows = 5;
+
 struct LoadWatch {
   std::mutex mutex;
   Clock::time_point last{};
   double machine = 0, own = 0;  // machine_busy_seconds and process_cpu_seconds at `last`
+  double others[kWindows] = {};  // other processes' cores, the last kWindows intervals
+  int next_window = 0;
   std::atomic<int64_t> next_ns{0};  // steady-clock time of the next measurement
 };
 LoadWatch g_watch;
@@ -157,11 +166,14 @@ int automatic_threads() {
   if (machine < 0) {
     n = cores();  // no /proc: every core, as OpenMP would
   } else if (current == 0) {
-    n = detail::threads_for_load(std::max(0, running_tasks() - 1), cores());  // minus this thread
+    const double others = std::max(0, running_tasks() - 1);  // minus this thread
+    std::fill(std::begin(g_watch.others), std::end(g_watch.others), others);
+    n = detail::threads_for_load(others, cores());
   } else {
     const double wall = std::chrono::duration<double>(now - g_watch.last).count();
-    const double others = std::max(0.0, (machine - g_watch.machine) - (own - g_watch.own)) / wall;
-    n = detail::threads_for_load(others, cores());
+    g_watch.others[g_watch.next_window] = std::max(0.0, (machine - g_watch.machine) - (own - g_watch.own)) / wall;
+    g_watch.next_window = (g_watch.next_window + 1) % kWindows;
+    n = detail::threads_for_load(*std::max_element(std::begin(g_watch.others), std::end(g_watch.others)), cores());
   }
   g_watch.last = now;
   g_watch.machine = machine;

@@ -12,10 +12,12 @@ namespace sg {
 // an OpenMP loop (those calls get a one-thread BLIS runtime).
 //
 // Default (automatic): OMP_NUM_THREADS if set; otherwise the cores that other
-// processes leave free, measured every 100 ms (every core on an idle machine,
-// one of two while another program keeps a core busy), because OpenMP's
+// processes leave free, measured every 100 ms over the last half second
+// (every core on an idle machine, one of two while another program keeps a
+// core busy), because OpenMP's
 // threads spin-wait and a thread that has to share its core makes every
-// parallel region wait for it. Results do not depend on the count.
+// parallel region wait for it. Results do not depend on the count (except
+// through BLIS, for products with n and k both over 1024).
 inline constexpr int kMaxThreads = 1024;
 void set_num_threads(int n);      // 1 .. kMaxThreads; fixes the count
 void use_automatic_threads();     // back to the automatic count, even with OMP_NUM_THREADS set

@@ -22,9 +22,9 @@ using Catch::Contains;
 namespace {
 
 // y = x * scale + shift, whose backward doubles the gradient of `shift` only.
-class WrongShift : public sg::nn::Module {
+class ScaleShift : public sg::nn::Module {
  public:
-  WrongShift() {
+  ScaleShift() {
     scale = register_parameter("scale", sg::full({3}, 1.5));
     shift = register_parameter("shift", sg::full({3}, 0.25));
   }
@@ -67,9 +67,9 @@ TEST_CASE("gradcheck_module gives the module back in its dtype, values unchanged
 }
 
 TEST_CASE("a failing gradcheck_module report starts with a line per parameter", "[coursework]") {
-  WrongShift m;
+  ScaleShift m;
   auto fn = [&](const std::vector<sg::Tensor>& in) { return m.forward(in[0]); };
-  const sg::GradcheckResult r = sg::nn::gradcheck_module(m, fn, {sg::randn({4, 3})}, {.name = "WrongShift"});
+  const sg::GradcheckResult r = sg::nn::gradcheck_module(m, fn, {sg::randn({4, 3})}, {.name = "ScaleShift"});
   INFO(r);
   REQUIRE_FALSE(r);
   REQUIRE(r.per_input.size() == 3);  // input 0, scale, shift
