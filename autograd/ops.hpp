@@ -4,7 +4,8 @@
 // node whose backward is written right under the forward in the op's file:
 //
 //   autograd/ops/arithmetic.cpp  add, mul, div, affine (scalar), and compositions
-//   autograd/ops/unary.cpp       exp, log, sqrt, tanh, sigmoid, relu, abs, pow, gelu
+//   autograd/ops/unary.cpp       exp, log, sqrt, tanh, sigmoid, relu, abs, pow
+//   autograd/ops/gelu.cpp        gelu (exact and tanh forms)
 //   autograd/ops/reduce.cpp      sum, mean, max
 //   autograd/ops/shape.cpp       reshape, permute, transpose, slice, concat
 //   autograd/ops/matmul.cpp      matmul (2-D and batched)
@@ -19,8 +20,8 @@
 //   autograd/ops/cross_entropy.cpp cross_entropy (fused log-softmax)
 //   autograd/ops/softplus.cpp    softplus
 //
-// Ops that are compositions of others (sub, neg, mean, scalar arithmetic,
-// gelu) have no backward of their own.
+// Ops that are compositions of others (sub, neg, mean, scalar arithmetic)
+// have no backward of their own.
 #include <cstdint>
 #include <optional>
 #include <string>

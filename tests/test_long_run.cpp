@@ -1,7 +1,7 @@
 // A short long run: the encoder's training step (every layer of the tiny
 // encoder, masks, dropout, cross-entropy, AdamW, clipping, evaluation in
 // no-grad mode) repeated a thousand times leaves no graph node behind and
-// keeps resident memory flat. The MLP test in test_autograd_engine.cpp
+// keeps resident memory flat. The MLP test in tests/autograd/test_engine.cpp
 // covers the engine; this one covers the layers and the optimizer, whose
 // leaks (a node kept by attention weights, optimizer state growing) the MLP
 // would not see. bench/long_run.cpp runs the full-size model for 20,000

@@ -13,7 +13,7 @@
 // Every matrix is row-major: element (i, j) of a matrix with leading
 // dimension ld is at p[i * ld + j] (for BLIS: row stride ld, column stride
 // 1), so no transpose is ever copied. No path splits the k sum over threads,
-// so results do not change with set_num_threads (tests/test_gemm.cpp checks).
+// so results do not change with set_num_threads (tests/core/kernels/test_gemm.cpp checks).
 // Why the thresholds are where they are, with the measurements:
 // docs/results.md, "GEMM".
 #include "core/kernels/gemm.hpp"

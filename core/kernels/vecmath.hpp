@@ -7,7 +7,7 @@
 // float: exp(x) = 2^n exp(r), n = round(x log2(e)), r = x - n ln(2) in
 // [-ln2/2, ln2/2] (ln 2 split in two for an exact reduction), exp(r) by
 // Cephes' degree-6 polynomial: relative error under 2e-7 (about 2 ulp) over
-// the whole range, checked against std::exp in tests/test_elementwise.cpp.
+// the whole range, checked against std::exp in tests/core/kernels/test_unary.cpp.
 // 2^n is built from the exponent bits in two halves, so results that
 // underflow to subnormals or zero, or overflow to infinity, come out as
 // std::exp's do; exp(-inf) = 0, exp(inf) = inf, NaN stays NaN. Softmax uses
