@@ -64,17 +64,17 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
 // op over 16 floats as a tree of vector halves (16 -> 8 -> 4 -> 2 -> 1): an
 // in-order reduction, which is what g++ makes of `omp simd reduction` and of
 // plain loops here, is a chain of 16 dependent operations, the slowest part
-// of a 16-key row.
+// of a 16-key row. The first step reads the two halves of the row straight
+// into 8-float vectors, so nothing here is wider than 32 bytes: one register
+// with AVX2 or AVX-512, two with SSE or NEON (GCC splits the vector), never
+// a 64-byte vector that a narrower target would lower through memory.
 template <class Op>
 float reduce16(const float* x, Op op) {
-  using V16 [[gnu::vector_size(64)]] = float;
   using V8 [[gnu::vector_size(32)]] = float;
   using V4 [[gnu::vector_size(16)]] = float;
-  V16 v;
-  std::memcpy(&v, x, sizeof v);
   V8 lo8, hi8;
-  std::memcpy(&lo8, &v, sizeof lo8);
-  std::memcpy(&hi8, reinterpret_cast<const char*>(&v) + sizeof lo8, sizeof hi8);
+  std::memcpy(&lo8, x, sizeof lo8);
+  std::memcpy(&hi8, x + 8, sizeof hi8);
   const V8 a = op(lo8, hi8);
   V4 lo4, hi4;
   std::memcpy(&lo4, &a, sizeof lo4);
@@ -151,7 +151,9 @@ void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __
 }
 
 // Runs row(r, keys-as-compile-time-constant-or-0) for every row, choosing
-// the fixed-width row functions for 16 float keys (one AVX-512 vector).
+// the fixed-width row functions for 16 float keys (one AVX-512 vector, two
+// AVX2 vectors, four SSE or NEON vectors: the loops over 16 keys compile to
+// whole vectors of any of these widths with no remainder code).
 template <class T, class Row>
 void for_each_row(int64_t rows, int64_t keys, bool parallel, Row row) {
   if constexpr (std::is_same_v<T, float>) {

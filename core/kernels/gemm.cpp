@@ -5,8 +5,12 @@
 //   k == 0 or alpha == 0  C = beta * C, no arithmetic
 //   n <= 1024 or k <= 1024  our register-blocked kernel (gemm_tile.cpp), on
 //                       num_threads() threads from kKernelParallelWork on
-//                       (one below it, and inside an OpenMP region)
-//   otherwise           BLIS, on num_threads() threads
+//                       (one below it, and inside an OpenMP region), when
+//                       the build's target has a tuned tile (AVX-512, AVX2 +
+//                       FMA, SSE, NEON)
+//   otherwise           BLIS, on num_threads() threads: large products, and
+//                       every product on a target with no tuned tile (BLIS
+//                       has kernels for it; a generic loop would be slow)
 //   a batch             OpenMP over the batch, each product on one thread,
 //                       never threads inside threads
 //
@@ -92,7 +96,9 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 }
 
 // Whether our kernel (rather than BLIS) computes a product of this shape.
-bool use_kernel(int64_t n, int64_t k) { return n <= kKernelMaxNK || k <= kKernelMaxNK; }
+bool use_kernel(int64_t n, int64_t k) {
+  return tile::tuned() && (n <= kKernelMaxNK || k <= kKernelMaxNK);
+}
 
 // One product, already checked, with m and n > 0, on up to `threads`
 // threads (1 in the batched path and inside an OpenMP region). Below
