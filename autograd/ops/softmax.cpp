@@ -108,7 +108,10 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
   if constexpr (kKeys > 0) {
     static_assert(kKeys == 16 && std::is_same_v<T, float>, "the fixed path is one float vector");
 #pragma omp simd
-    for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
+    for (int j = 0; j < kKeys; ++j) {
+      const T x = in[j];  // read unconditionally (the row has kKeys values): a load
+      v[j] = j < n ? s * x : T(-1e6);  // under a condition needs AVX-512's masks to vectorise
+    }
     m = reduce16(v, Max{});
 #pragma omp simd
     for (int j = 0; j < kKeys; ++j) o[j] = kernel::exp_flush(v[j] - m);
@@ -121,7 +124,8 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
     // exp and sum in one loop: short rows pay per loop, not per element
 #pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < keys; ++j) {
-      o[j] = kernel::exp_flush((j < n ? s * in[j] : T(-1e6)) - m);
+      const T x = in[j];  // unconditional load, as above
+      o[j] = kernel::exp_flush((j < n ? s * x : T(-1e6)) - m);
       total += o[j];
     }
   }
@@ -147,7 +151,10 @@ void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __
     for (int64_t j = 0; j < keys; ++j) dot += g[j] * y[j];
   }
 #pragma omp simd
-  for (int64_t j = 0; j < keys; ++j) d[j] = j < n ? s * y[j] * (g[j] - dot) : T(0);
+  for (int64_t j = 0; j < keys; ++j) {
+    const T dj = s * y[j] * (g[j] - dot);  // unconditional loads, as in the forward
+    d[j] = j < n ? dj : T(0);
+  }
 }
 
 // Runs row(r, keys-as-compile-time-constant-or-0) for every row, choosing

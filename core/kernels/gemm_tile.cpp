@@ -315,6 +315,8 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
 
 bool tuned() { return kTuned; }
 
+int vector_bits() { return kVecBytes * 8; }
+
 std::string target() {
   return std::string(kTargetName) + ": " + std::to_string(kVecBytes * 8) +
          "-bit vectors, float tiles of " + std::to_string(kTileRows) + " x " +

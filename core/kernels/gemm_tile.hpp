@@ -16,6 +16,8 @@ namespace sg::kernel::tile {
 // Whether this build's target has a tuned tile (AVX-512, AVX2 + FMA, SSE,
 // NEON: gemm_tile.cpp). Without one, the dispatch sends every product to BLIS.
 bool tuned();
+// Its vector width in bits: 512 (AVX-512), 256 (AVX2), 128 (SSE, NEON).
+int vector_bits();
 // The tile this build uses, for benchmarks' headers: "AVX2+FMA: 256-bit
 // vectors, float tiles of 6 x 16".
 std::string target();
