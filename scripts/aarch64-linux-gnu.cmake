@@ -7,7 +7,8 @@ set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # Test discovery (catch_discover_tests) and ctest run the test programs
-# through this; arm64's loader and libc come from multiarch (libc6:arm64).
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
+# through this; -L: the loader, libc and libstdc++ of the cross toolchain
+# (/usr/aarch64-linux-gnu/lib), other libraries from multiarch (BLIS).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
 # Headers and libraries of the target only; programs (cmake, qemu) of the host.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)

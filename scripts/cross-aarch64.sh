@@ -49,7 +49,7 @@ case "$mode" in
   --subset)
     # One process, one thread (as ctest gives each test), from the build
     # directory as ctest runs them.
-    (cd "$build" && OMP_NUM_THREADS=1 qemu-aarch64 tests/smallgrad_tests \
+    (cd "$build" && OMP_NUM_THREADS=1 qemu-aarch64 -L /usr/aarch64-linux-gnu tests/smallgrad_tests \
       "[gradcheck],[gemm],[cpu],[fixtures]")
     ;;
   --full)

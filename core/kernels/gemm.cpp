@@ -4,7 +4,7 @@
 //
 //   k == 0 or alpha == 0  C = beta * C, no arithmetic
 //   n <= 1024 or k <= 1024  our register-blocked kernel (gemm_tile.cpp), on
-//   (256 below AVX-512) num_threads() threads from kKernelParallelWork on
+//   (AVX2: 256, SSE/NEON: 128)  num_threads() threads from kKernelParallelWork on
 //                       (one below it, and inside an OpenMP region), when
 //                       the build's target has a tuned tile (AVX-512, AVX2 +
 //                       FMA, SSE, NEON)
@@ -41,12 +41,16 @@ namespace {
 // ---- thresholds (measured: docs/results.md, "GEMM") ----
 
 // Products go through our kernel unless both n and k are over this; past it
-// BLIS's blocking of A as well as B pays off. With AVX-512 the kernel's
-// 8 x 32 tile does twice the arithmetic per load of A that the narrower
-// targets' tiles do, and keeps up with BLIS up to 1024; with AVX2 (6 x 16)
-// it fell 10-20% behind BLIS's haswell kernels at 512^3, 1024^3 and
-// 256 x 1024 x 2048, where reading A in place no longer saves anything.
-const int64_t kKernelMaxNK = tile::vector_bits() >= 512 ? 1024 : 256;
+// BLIS's blocking of A as well as B pays off. The narrower the vectors, the
+// less arithmetic the tile does per load of A, and the sooner BLIS (which
+// packs A) wins: with AVX-512 (8 x 32) the kernel keeps up with BLIS up to
+// 1024; with AVX2 (6 x 16) it fell 10-20% behind BLIS's haswell kernels at
+// 512^3, 1024^3 and 256 x 1024 x 2048; with SSE (4 x 8) 10-15% behind
+// BLIS's penryn kernels on 2048 x 256 x 256 and 2048 x 1024 x 256
+// (docs/results.md, "CPU targets"). 128-bit NEON gets SSE's limit.
+const int64_t kKernelMaxNK = tile::vector_bits() >= 512   ? 1024
+                             : tile::vector_bits() >= 256 ? 256
+                                                          : 128;
 // Our kernel runs one product on several threads from this m*n*k on: below
 // it, starting an OpenMP region costs about as much as the arithmetic.
 constexpr int64_t kKernelParallelWork = 1 << 19;
