@@ -14,6 +14,7 @@
 #include "core/kernels/gemm.hpp"
 #include "core/random.hpp"
 #include "core/runtime.hpp"
+#include "core/cpu.hpp"
 #include "autograd/node.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/gradcheck.hpp"

@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu.hpp"
 #include "core/kernels/gemm.hpp"
+#include "core/kernels/gemm_tile.hpp"
 #include "core/runtime.hpp"
 
 namespace {
@@ -126,6 +128,10 @@ int main(int argc, char** argv) {
   std::printf("BLIS kernels: %s (expected by smallgrad's rule: %s; the generic fallback runs "
               "~36 GFLOP/s on one thread)\n",
               kernels.c_str(), sg::expected_blis_kernels().c_str());
+  std::string features;
+  for (const std::string& f : sg::build_cpu_features()) features += (features.empty() ? "" : " ") + f;
+  std::printf("smallgrad's GEMM kernel: %s (built for: %s)\n", sg::kernel::tile::target().c_str(),
+              features.empty() ? "baseline" : features.c_str());
   std::printf("threads: %d, repetitions: %d, float32, median GFLOP/s\n\n", threads, reps);
   std::printf("| %-28s | %5s | %5s | %5s | %5s | %10s | %8s | %8s | %5s |\n", "product", "m", "n",
               "k", "batch", "wrapper us", "wrapper", "direct", "ratio");

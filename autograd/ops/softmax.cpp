@@ -64,17 +64,17 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
 // op over 16 floats as a tree of vector halves (16 -> 8 -> 4 -> 2 -> 1): an
 // in-order reduction, which is what g++ makes of `omp simd reduction` and of
 // plain loops here, is a chain of 16 dependent operations, the slowest part
-// of a 16-key row.
+// of a 16-key row. The first step reads the two halves of the row straight
+// into 8-float vectors, so nothing here is wider than 32 bytes: one register
+// with AVX2 or AVX-512, two with SSE or NEON (GCC splits the vector), never
+// a 64-byte vector that a narrower target would lower through memory.
 template <class Op>
 float reduce16(const float* x, Op op) {
-  using V16 [[gnu::vector_size(64)]] = float;
   using V8 [[gnu::vector_size(32)]] = float;
   using V4 [[gnu::vector_size(16)]] = float;
-  V16 v;
-  std::memcpy(&v, x, sizeof v);
   V8 lo8, hi8;
-  std::memcpy(&lo8, &v, sizeof lo8);
-  std::memcpy(&hi8, reinterpret_cast<const char*>(&v) + sizeof lo8, sizeof hi8);
+  std::memcpy(&lo8, x, sizeof lo8);
+  std::memcpy(&hi8, x + 8, sizeof hi8);
   const V8 a = op(lo8, hi8);
   V4 lo4, hi4;
   std::memcpy(&lo4, &a, sizeof lo4);
@@ -108,7 +108,10 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
   if constexpr (kKeys > 0) {
     static_assert(kKeys == 16 && std::is_same_v<T, float>, "the fixed path is one float vector");
 #pragma omp simd
-    for (int j = 0; j < kKeys; ++j) v[j] = j < n ? s * in[j] : T(-1e6);
+    for (int j = 0; j < kKeys; ++j) {
+      const T x = in[j];  // read unconditionally (the row has kKeys values): a load
+      v[j] = j < n ? s * x : T(-1e6);  // under a condition needs AVX-512's masks to vectorise
+    }
     m = reduce16(v, Max{});
 #pragma omp simd
     for (int j = 0; j < kKeys; ++j) o[j] = kernel::exp_flush(v[j] - m);
@@ -121,7 +124,8 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
     // exp and sum in one loop: short rows pay per loop, not per element
 #pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < keys; ++j) {
-      o[j] = kernel::exp_flush((j < n ? s * in[j] : T(-1e6)) - m);
+      const T x = in[j];  // unconditional load, as above
+      o[j] = kernel::exp_flush((j < n ? s * x : T(-1e6)) - m);
       total += o[j];
     }
   }
@@ -147,11 +151,16 @@ void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __
     for (int64_t j = 0; j < keys; ++j) dot += g[j] * y[j];
   }
 #pragma omp simd
-  for (int64_t j = 0; j < keys; ++j) d[j] = j < n ? s * y[j] * (g[j] - dot) : T(0);
+  for (int64_t j = 0; j < keys; ++j) {
+    const T dj = s * y[j] * (g[j] - dot);  // unconditional loads, as in the forward
+    d[j] = j < n ? dj : T(0);
+  }
 }
 
 // Runs row(r, keys-as-compile-time-constant-or-0) for every row, choosing
-// the fixed-width row functions for 16 float keys (one AVX-512 vector).
+// the fixed-width row functions for 16 float keys (one AVX-512 vector, two
+// AVX2 vectors, four SSE or NEON vectors: the loops over 16 keys compile to
+// whole vectors of any of these widths with no remainder code).
 template <class T, class Row>
 void for_each_row(int64_t rows, int64_t keys, bool parallel, Row row) {
   if constexpr (std::is_same_v<T, float>) {

@@ -4,9 +4,13 @@
 //
 //   k == 0 or alpha == 0  C = beta * C, no arithmetic
 //   n <= 1024 or k <= 1024  our register-blocked kernel (gemm_tile.cpp), on
-//                       num_threads() threads from kKernelParallelWork on
-//                       (one below it, and inside an OpenMP region)
-//   otherwise           BLIS, on num_threads() threads
+//   (AVX2: 256, SSE/NEON: 128)  num_threads() threads from kKernelParallelWork on
+//                       (one below it, and inside an OpenMP region), when
+//                       the build's target has a tuned tile (AVX-512, AVX2 +
+//                       FMA, SSE, NEON)
+//   otherwise           BLIS, on num_threads() threads: large products, and
+//                       every product on a target with no tuned tile (BLIS
+//                       has kernels for it; a generic loop would be slow)
 //   a batch             OpenMP over the batch, each product on one thread,
 //                       never threads inside threads
 //
@@ -37,8 +41,16 @@ namespace {
 // ---- thresholds (measured: docs/results.md, "GEMM") ----
 
 // Products go through our kernel unless both n and k are over this; past it
-// BLIS's blocking of A as well as B pays off.
-constexpr int64_t kKernelMaxNK = 1024;
+// BLIS's blocking of A as well as B pays off. The narrower the vectors, the
+// less arithmetic the tile does per load of A, and the sooner BLIS (which
+// packs A) wins: with AVX-512 (8 x 32) the kernel keeps up with BLIS up to
+// 1024; with AVX2 (6 x 16) it fell 10-20% behind BLIS's haswell kernels at
+// 512^3, 1024^3 and 256 x 1024 x 2048; with SSE (4 x 8) 10-15% behind
+// BLIS's penryn kernels on 2048 x 256 x 256 and 2048 x 1024 x 256
+// (docs/results.md, "CPU targets"). 128-bit NEON gets SSE's limit.
+const int64_t kKernelMaxNK = tile::vector_bits() >= 512   ? 1024
+                             : tile::vector_bits() >= 256 ? 256
+                                                          : 128;
 // Our kernel runs one product on several threads from this m*n*k on: below
 // it, starting an OpenMP region costs about as much as the arithmetic.
 constexpr int64_t kKernelParallelWork = 1 << 19;
@@ -92,7 +104,9 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 }
 
 // Whether our kernel (rather than BLIS) computes a product of this shape.
-bool use_kernel(int64_t n, int64_t k) { return n <= kKernelMaxNK || k <= kKernelMaxNK; }
+bool use_kernel(int64_t n, int64_t k) {
+  return tile::tuned() && (n <= kKernelMaxNK || k <= kKernelMaxNK);
+}
 
 // One product, already checked, with m and n > 0, on up to `threads`
 // threads (1 in the batched path and inside an OpenMP region). Below

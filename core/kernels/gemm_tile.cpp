@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace sg::kernel::tile {
@@ -19,21 +20,21 @@ namespace {
 //   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
 //
 // op(B) is first copied into column panels: panel q holds columns
-// q*P .. q*P+P-1 of op(B) (P = kPanelVecs vectors of W values; W = 16 floats
-// or 8 doubles, one 64-byte AVX-512 register), one row of P values per p,
+// q*P .. q*P+P-1 of op(B) (P = kPanelVecs vectors of W values, W = the
+// target's vector register width: below), one row of P values per p,
 // zero-padded past n. Then each R x P tile of C is summed in R * kPanelVecs
 // vector accumulators that stay in registers for the whole depth: for each
 // p, the panel's row is loaded once (kPanelVecs loads) and a(i, p) of each
-// of the R rows is broadcast and multiplied into it (R * kPanelVecs fused
-// multiply-adds). 16 independent accumulators hide the FMA latency, and 16
-// FMAs per 2 + 8 loads keep both FMA pipes busy. op(A) is read in place:
-// a(i, p) is a[i*a_rs + p*a_cs] whether A is transposed or not (8
-// consecutive values of one column when it is).
+// of the R rows is broadcast and multiplied into it (R * kPanelVecs
+// multiply-adds). Many independent accumulators hide the FMA latency, and
+// 2R multiply-adds per 2 + R loads keep both FMA pipes busy. op(A) is read
+// in place: a(i, p) is a[i*a_rs + p*a_cs] whether A is transposed or not.
 //
 // The depth is cut into blocks of kDepthBlock so that one panel's block
-// (256 x 32 floats = 32 KiB) stays in L1 while a block of rows streams past
-// it; the rows are cut into blocks of kRowBlock so that their A values stay
-// in L2 across the panels. Blocks after the first accumulate into C.
+// (256 x P values, 32 KiB of floats with AVX-512) stays in L1 while a block
+// of rows streams past it; the rows are cut into blocks of kRowBlock so
+// that their A values stay in L2 across the panels. Blocks after the first
+// accumulate into C.
 //
 // BLIS packs A as well as B, which costs as much as the arithmetic when one
 // of n and k is 64 (the encoders' shapes); this kernel reads A in place.
@@ -41,15 +42,63 @@ namespace {
 //
 // Vec<T> is GCC's vector extension (also in clang). Written as plain loops
 // over W values, g++ 12 vectorises this kernel badly (it vectorises the p
-// loop instead); with Vec<T> it runs several times faster. Without AVX-512
-// the compiler splits each Vec<T> into narrower registers (and the 16
-// accumulators no longer fit in the register file).
+// loop instead); with Vec<T> it runs several times faster.
+//
+// ---- the tile of each target (docs/architecture.md, "CPU targets") ----
+//
+// Chosen at compile time from the target the library is built for (-march):
+// W is one vector register, and R (rows of a tile with a two-vector panel)
+// is as many as the register file holds, since R * 2 accumulators, the 2
+// panel vectors and a broadcast of a(i, p) must all stay in registers: one
+// more and the compiler spills accumulators to the stack on every p, which
+// made the 64-byte tile of 16 accumulators run at 1/50 of BLIS's speed on
+// AVX2. R1 is the same for panels of one vector (n <= W).
+//
+//   target             registers      W (floats)  R x 2 vectors: registers used
+//   AVX-512            32 zmm, FMA    16          8:  16 acc + 2 panel + 1 broadcast = 19
+//                                                 (R1 = 16: 16 + 1 + 1)
+//   AVX2 + FMA         16 ymm, FMA    8           6:  12 acc + 2 panel + 1 broadcast = 15
+//                                                 (BLIS's and OpenBLAS's haswell
+//                                                 sgemm tiles are 6 x 16 too; R1 = 12)
+//   SSE2..SSE4.2, AVX  16 xmm, no FMA 4           4:  8 acc + 2 panel + 1 broadcast
+//     without AVX2                                + 1 product (mul, then add) = 12
+//                                                 (6 rows spilled; R1 = 8)
+//   ARM NEON (AArch64) 32 v, FMA      4           8:  16 acc + 2 panel + 1 broadcast = 19
+//                                                 (R1 = 16)
+//
+// Any other target has no tuned tile: kTuned is false and the dispatch
+// (gemm.cpp) sends every product to BLIS, whose kernels are tuned for it.
+#if defined(__AVX512F__)
+constexpr bool kTuned = true;
+constexpr int kVecBytes = 64, kTileRows = 8, kTileRows1 = 16;
+constexpr const char* kTargetName = "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr bool kTuned = true;
+constexpr int kVecBytes = 32, kTileRows = 6, kTileRows1 = 12;
+constexpr const char* kTargetName = "AVX2+FMA";
+#elif defined(__SSE2__) || defined(_M_X64)
+constexpr bool kTuned = true;
+constexpr int kVecBytes = 16, kTileRows = 4, kTileRows1 = 8;
+constexpr const char* kTargetName = "SSE";
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+constexpr bool kTuned = true;
+constexpr int kVecBytes = 16, kTileRows = 8, kTileRows1 = 16;
+constexpr const char* kTargetName = "NEON";
+#else
+constexpr bool kTuned = false;  // the code below still compiles, but never runs
+constexpr int kVecBytes = 16, kTileRows = 4, kTileRows1 = 8;
+constexpr const char* kTargetName = "none (every product goes to BLIS)";
+#endif
+
 template <class T>
-using Vec [[gnu::vector_size(64)]] = T;
+using Vec [[gnu::vector_size(kVecBytes)]] = T;
 template <class T>
 constexpr int kVecWidth = sizeof(Vec<T>) / sizeof(T);  // W
 constexpr int kPanelVecs = 2;  // vectors per panel row
-constexpr int kTileVecs = 16;  // accumulators per tile: R = kTileVecs / vectors
+
+// Rows of a tile whose panel rows are NV vectors (1 or kPanelVecs).
+template <int NV>
+constexpr int kRowsFor = NV == kPanelVecs ? kTileRows : kTileRows1;
 
 template <class T>
 constexpr int64_t kPanelWidth = kPanelVecs * kVecWidth<T>;  // P
@@ -63,8 +112,8 @@ void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, in
           T alpha, T beta, T* c, int64_t ldc, int64_t width) {
   constexpr int W = kVecWidth<T>;
   // Written so that g++ keeps acc and b in registers: an `= {}` initialiser
-  // or one memcpy into the whole b array made it store all 16 accumulators to
-  // the stack on every step, several times slower.
+  // or one memcpy into the whole b array made it store all the accumulators
+  // to the stack on every step, several times slower.
   Vec<T> acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = Vec<T>{};
@@ -100,13 +149,13 @@ void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, in
   }
 }
 
-// Tiles for rows i0 .. i1-1 against one panel: R rows at a time (16 with one
-// vector per row, 8 with two: 16 accumulators either way), then 4, 2 and 1
-// for the last rows.
+// Tiles for rows i0 .. i1-1 against one panel: R rows at a time (the
+// target's tile, above), then 8 (when R is larger), 4, 2 and 1 for the last
+// rows.
 template <class T, int NV>
 void tile_rows(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs,
                const T* panel, int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
-  constexpr int R = kTileVecs / NV;
+  constexpr int R = kRowsFor<NV>;
   auto at = [&](int64_t i) { return a + i * a_rs; };
   int64_t i = i0;
   for (; i + R <= i1; i += R)
@@ -115,8 +164,10 @@ void tile_rows(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t a_rs, int
     for (; i + 8 <= i1; i += 8)
       tile<T, 8, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
   }
-  for (; i + 4 <= i1; i += 4)
-    tile<T, 4, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  if constexpr (R > 4) {
+    for (; i + 4 <= i1; i += 4)
+      tile<T, 4, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  }
   for (; i + 2 <= i1; i += 2)
     tile<T, 2, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
   for (; i < i1; ++i)
@@ -186,7 +237,7 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, i
   }
 }
 
-// A product whose op(B) fits in one vector per row and kTinyDepth rows
+// A product whose op(B) fits in one panel (n <= P) and kTinyDepth rows
 // (attention's 16 x 16 x 16 per head): op(B) goes into a panel on the stack
 // and the rows of C go straight to the tiles, without the general path's
 // buffer, blocking loops and bookkeeping, which cost as much as the
@@ -195,22 +246,25 @@ constexpr int64_t kTinyDepth = 32;
 
 template <class T>
 bool is_tiny(int64_t n, int64_t k) {
-  return n <= kVecWidth<T> && k <= kTinyDepth;
+  return n <= kPanelWidth<T> && k <= kTinyDepth;
 }
 
 template <class T>
 void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  constexpr int64_t W = kVecWidth<T>;
-  alignas(64) T panel[kTinyDepth * W];
-  pack_panel(trans_b, 0, Panels{W, 1}, k, n, b, ldb, panel);
+  const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
+  alignas(64) T panel[kTinyDepth * kPanelWidth<T>];
+  pack_panel(trans_b, 0, pl, k, n, b, ldb, panel);
   const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
-  tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, W, alpha, beta, c, ldc, n);
+  if (pl.stride == kVecWidth<T>)
+    tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, pl.stride, alpha, beta, c, ldc, n);
+  else
+    tile_rows<T, kPanelVecs>(0, m, k, a, a_rs, a_cs, panel, pl.stride, alpha, beta, c, ldc, n);
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
 // op(B) go into one buffer of the calling thread. Each thread then computes
-// its own rows of C (whole tiles of R = 8 rows), after the panels are packed in
+// its own rows of C (whole tiles of R rows), after the panels are packed in
 // parallel; or, when C has few rows or many panels (a weight gradient:
 // 64 x 64 with k = 1024; a 1024 x 1024 square), its own panels, which it
 // packs itself, so that no thread reads a panel from another core's cache
@@ -226,7 +280,7 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
   const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
   if (buffer.size() < size) buffer.resize(size);
   T* packed = buffer.data();
-  constexpr int64_t R = kTileVecs / kPanelVecs;  // rows of a full-width tile
+  constexpr int64_t R = kTileRows;  // rows of a full-width tile
   const int64_t tiles = (m + R - 1) / R;
   if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
     for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
@@ -258,6 +312,16 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
 }
 
 }  // namespace
+
+bool tuned() { return kTuned; }
+
+int vector_bits() { return kVecBytes * 8; }
+
+std::string target() {
+  return std::string(kTargetName) + ": " + std::to_string(kVecBytes * 8) +
+         "-bit vectors, float tiles of " + std::to_string(kTileRows) + " x " +
+         std::to_string(kPanelWidth<float>);
+}
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,

@@ -9,8 +9,18 @@
 // (1: the calling thread only); each element of C is summed by one thread
 // in one order, so the result does not depend on the thread count.
 #include <cstdint>
+#include <string>
 
 namespace sg::kernel::tile {
+
+// Whether this build's target has a tuned tile (AVX-512, AVX2 + FMA, SSE,
+// NEON: gemm_tile.cpp). Without one, the dispatch sends every product to BLIS.
+bool tuned();
+// Its vector width in bits: 512 (AVX-512), 256 (AVX2), 128 (SSE, NEON).
+int vector_bits();
+// The tile this build uses, for benchmarks' headers: "AVX2+FMA: 256-bit
+// vectors, float tiles of 6 x 16".
+std::string target();
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,

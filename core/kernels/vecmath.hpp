@@ -21,6 +21,19 @@ namespace sg::kernel {
 
 namespace detail {
 
+// a * b + c: one fused instruction where the target has FMA (x86-64-v3 and
+// up, AArch64). Without it std::fma is a call into libm per element, which
+// keeps every loop over exp scalar (SSE4.2 builds): there the multiply and
+// the add are rounded separately, still within the error bound above (the
+// reduction's ln 2 is split so that n * 0.693359375 is exact either way).
+inline float madd(float a, float b, float c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // kFlush = false: exp_fast. kFlush = true: exp_flush, whose inputs are
 // clamped at -87 instead of -104, so that no step of the computation makes a
 // subnormal float, and whose results below e^-87 (~1.6e-38, just above the
@@ -34,15 +47,15 @@ inline float exp_float(float x) {
   // Round to nearest by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22):
   // std::floor or std::nearbyint would keep the loop from vectorising without -ffast-math.
   const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = std::fma(n, -0.693359375f, c);  // c - n ln2, ln2 = 0.693359375 - 2.12194440e-4
-  r = std::fma(n, 2.12194440e-4f, r);
+  float r = madd(n, -0.693359375f, c);  // c - n ln2, ln2 = 0.693359375 - 2.12194440e-4
+  r = madd(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p * r, r, r) + 1.0f;  // exp(r) = 1 + r + r^2 P(r)
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  p = madd(p * r, r, r) + 1.0f;  // exp(r) = 1 + r + r^2 P(r)
   const auto k = static_cast<int32_t>(n);  // in [-150, 128]
   const int32_t half = k >> 1;             // 2^k = 2^half 2^(k - half), both normal floats
   const float y = p * std::bit_cast<float>((half + 127) << 23) * std::bit_cast<float>((k - half + 127) << 23);

@@ -83,11 +83,15 @@ struct Dims {
 // (31 = 16 + 8 + 4 + 2 + 1), 8-row tiles of two vectors with a narrow last
 // panel (n = 40: 32 + 8), several depth blocks (k = 600: 256 + 256 + 88) and
 // row blocks (m = 300), on several threads from m*n*k = 2^19; then BLIS (n
-// and k both over 1024).
+// and k both over 1024). The second line does the same for the narrower
+// targets' tiles (gemm_tile.cpp): AVX2's 6 and 12 rows on panels of 16 and
+// 8 floats (23 = 6 + 6 + 6 + 4 + 1, n = 24 = 16 + 8), SSE's 4 and 8 rows on
+// panels of 8 and 4 (n = 12 = 8 + 4, 7 = 4 + 2 + 1).
 const std::vector<Dims> kShapes = {{1, 1, 1},     {3, 5, 7},      {16, 16, 16},   {31, 16, 9},
                                    {17, 33, 9},   {31, 40, 64},   {9, 300, 20},   {130, 70, 120},
                                    {100, 96, 300}, {40, 20, 600}, {300, 48, 40},  {170, 160, 170},
-                                   {5, 1030, 1025}};
+                                   {5, 1030, 1025},
+                                   {23, 8, 5},    {25, 24, 33},   {7, 12, 300},   {13, 4, 17}};
 
 template <class T>
 void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad_cols) {
