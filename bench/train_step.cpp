@@ -103,14 +103,13 @@ Peak sgemm_peak_gflops() {
 
 struct Encoder : sg::nn::Module {
   explicit Encoder(const Config& c, double dropout) {
-    sg::nn::TransformerEncoderOptions o;
-    o.vocab_size = c.vocab;
-    o.num_hiddens = c.hidden;
-    o.ffn_num_hiddens = c.ffn;
-    o.num_heads = c.heads;
-    o.num_blocks = c.blocks;
-    o.dropout = dropout;
-    o.max_len = c.seq;
+    const sg::nn::TransformerEncoderOptions o{.vocab_size = c.vocab,
+                                              .num_hiddens = c.hidden,
+                                              .ffn_num_hiddens = c.ffn,
+                                              .num_heads = c.heads,
+                                              .num_blocks = c.blocks,
+                                              .dropout = dropout,
+                                              .max_len = c.seq};
     encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
     head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.vocab));
   }

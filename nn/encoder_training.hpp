@@ -111,18 +111,17 @@ inline Batch make_batch(const Config& c, int64_t batch, int64_t min_len, int64_t
 // The encoder plus a linear head from each token's representation to its label.
 struct Model : sg::nn::Module {
   explicit Model(const Config& c) {
-    sg::nn::TransformerEncoderOptions o;
-    o.vocab_size = c.vocab;
-    o.num_hiddens = c.hidden;
-    o.ffn_num_hiddens = c.ffn;
-    o.num_heads = c.heads;
-    o.num_blocks = c.blocks;
-    o.dropout = c.dropout;
-    o.positional = c.positional;
-    o.max_len = c.positions();
-    o.max_distance = c.max_distance;
-    o.relative_values = c.relative_values;
-    o.pre_norm = c.pre_norm;
+    const sg::nn::TransformerEncoderOptions o{.vocab_size = c.vocab,
+                                              .num_hiddens = c.hidden,
+                                              .ffn_num_hiddens = c.ffn,
+                                              .num_heads = c.heads,
+                                              .num_blocks = c.blocks,
+                                              .dropout = c.dropout,
+                                              .positional = c.positional,
+                                              .max_len = c.positions(),
+                                              .max_distance = c.max_distance,
+                                              .relative_values = c.relative_values,
+                                              .pre_norm = c.pre_norm};
     encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
     head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.classes()));
   }

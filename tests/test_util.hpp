@@ -284,18 +284,16 @@ inline std::vector<std::string> names_of(const sg::nn::NamedTensors& list) {
 // A two-block encoder small enough to gradcheck every element.
 inline sg::nn::TransformerEncoderOptions tiny_encoder(sg::nn::Positional positional, double dropout = 0,
                                                       bool pre_norm = false) {
-  sg::nn::TransformerEncoderOptions o;
-  o.vocab_size = 7;
-  o.num_hiddens = 8;
-  o.ffn_num_hiddens = 12;
-  o.num_heads = 2;
-  o.num_blocks = 2;
-  o.dropout = dropout;
-  o.positional = positional;
-  o.max_len = 6;
-  o.max_distance = 2;  // sequences of 4: offsets up to 3 are clipped
-  o.pre_norm = pre_norm;
-  return o;
+  return {.vocab_size = 7,
+          .num_hiddens = 8,
+          .ffn_num_hiddens = 12,
+          .num_heads = 2,
+          .num_blocks = 2,
+          .dropout = dropout,
+          .positional = positional,
+          .max_len = 6,
+          .max_distance = 2,  // sequences of 4: offsets up to 3 are clipped
+          .pre_norm = pre_norm};
 }
 
 // ---- files and memory ----
