@@ -1,7 +1,11 @@
 #pragma once
 // The one way kernels use OpenMP threads. Private to the library's sources
-// (compiled with -fopenmp); not part of the umbrella header.
+// (compiled with -fopenmp); not part of the umbrella header. Compiled
+// without OpenMP (scripts/fuzz.sh builds a few library files alone), every
+// loop runs on the calling thread.
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 #include <cstdint>
 
@@ -20,13 +24,15 @@ namespace sg {
 // parallel region the loop stays on its thread (no nested teams).
 template <class F>
 inline void parallel_for(int64_t n, bool parallel, F&& body) {
+#ifdef _OPENMP
   const int threads = parallel && n > 1 && !omp_in_parallel() ? num_threads() : 1;
   if (threads > 1) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < n; ++i) body(i);
-  } else {
-    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
   }
+#endif
+  for (int64_t i = 0; i < n; ++i) body(i);
 }
 
 }  // namespace sg
