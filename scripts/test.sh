@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test, stage by stage; CI (.ci/run) runs it
+# with no arguments, from a fresh clone. Each stage installs what it needs.
+#
+#   scripts/test.sh              every stage, in the order below
+#   scripts/test.sh STAGE...     only these stages (for example: release)
+#
+# Stages:
+#   release   the whole suite, this machine's CPU (examples and README commands included)
+#   asan      the whole suite under AddressSanitizer, UBSan and LeakSanitizer
+#   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3)
+#   tsan      the thread-safety tests under ThreadSanitizer
+#   fuzz      the checkpoint reader fuzzed for 60 s (scripts/fuzz.sh)
+# Prints each stage's time, and a summary at the end; stops at the first
+# failing stage with its status.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all=(release asan avx2 tsan fuzz)
+stages=("$@")
+((${#stages[@]})) || stages=("${all[@]}")
+for s in "${stages[@]}"; do
+  [[ " ${all[*]} " == *" $s "* ]] || { echo "test.sh: unknown stage '$s' (stages: ${all[*]})" >&2; exit 2; }
+done
+
+summary=()
+start_all=$SECONDS
+for s in "${stages[@]}"; do
+  echo "== test.sh: stage $s"
+  start=$SECONDS
+  status=0
+  case $s in
+    release | asan | avx2 | tsan) scripts/setup.sh "$s" && ctest --preset "$s" || status=$? ;;
+    fuzz) scripts/fuzz.sh 60 || status=$? ;;
+  esac
+  if ((status)); then
+    echo "== test.sh: stage $s FAILED (status $status) after $((SECONDS - start)) s" >&2
+    exit "$status"
+  fi
+  summary+=("$s $((SECONDS - start)) s")
+  echo "== test.sh: stage $s passed in $((SECONDS - start)) s"
+done
+echo "== test.sh: every stage passed in $((SECONDS - start_all)) s: ${summary[*]}"
