@@ -7,8 +7,13 @@ set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # Test discovery (catch_discover_tests) and ctest run the test programs
-# through this; -L: the loader, libc and libstdc++ of the cross toolchain
-# (/usr/aarch64-linux-gnu/lib), other libraries from multiarch (BLIS).
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# through this; -L: the loader of the cross toolchain. LD_LIBRARY_PATH puts
+# its libc and libstdc++ (/usr/aarch64-linux-gnu/lib) before multiarch's
+# (BLIS, libgomp): without it the loader finds multiarch's libc6:arm64 first
+# through the host's ld.so.cache, a different glibc build than the loader's,
+# and the first thread a program starts never runs (a std::thread or an
+# OpenMP region hangs).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu
+    -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib:/usr/lib/aarch64-linux-gnu)
 # Headers and libraries of the target only; programs (cmake, qemu) of the host.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
