@@ -479,7 +479,7 @@ int main(int argc, char** argv) {
           ->check(examples::whole(1, 100));
   CLI::Option* causal_steps_opt =
       app.add_option("--causal-steps", causal_steps,
-                     "--compare: training steps of the causal study (default: --steps if given, else 300)")
+                     "training steps of --compare's causal study (default: --steps if given, else 300)")
           ->check(examples::whole(1, 10000000));
   training.insert(training.end(), {compare_opt, task_opt, positional_opt, causal_opt, tasks_opt, positionals_opt,
                                    causal_tasks_opt, studies_opt, causal_steps_opt, seeds_opt});

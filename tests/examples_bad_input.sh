@@ -80,7 +80,7 @@ edit_meta "$d/vocab_abc.safetensors" 's/"vocab":"[0-9]+"/"vocab":"abc"/'
 edit_meta "$d/vocab_huge.safetensors" 's/"vocab":"[0-9]+"/"vocab":"1234567890123456789012"/'
 edit_meta "$d/vocab_negative.safetensors" 's/"vocab":"[0-9]+"/"vocab":"-16"/'
 edit_meta "$d/task_foo.safetensors" 's/"task":"[a-z]+"/"task":"foo"/'
-edit_meta "$d/positional_bad.safetensors" 's/"positional":"[a-z]+"/"positional":"alibi"/'
+edit_meta "$d/positional_bad.safetensors" 's/"positional":"[a-z]+"/"positional":"t5"/'
 edit_meta "$d/lengths_swapped.safetensors" 's/"min_len":"[0-9]+"/"min_len":"30"/'
 edit_meta "$d/no_task.safetensors" 's/"task":"[a-z]+",?//'
 edit_meta "$d/seed_bad.safetensors" 's/"seed":"[0-9]+"/"seed":"-1"/'
@@ -157,7 +157,7 @@ expect 1 "vocab.*abc.*not a whole number" $te --load "$d/vocab_abc.safetensors"
 expect 1 "vocab.*out of range" $te --load "$d/vocab_huge.safetensors"
 expect 1 "vocab.*out of range" $te --load "$d/vocab_negative.safetensors"
 expect 1 "task.*foo.*not a task" $te --load "$d/task_foo.safetensors"
-expect 1 "positional.*alibi" $te --load "$d/positional_bad.safetensors"
+expect 1 "positional.*t5" $te --load "$d/positional_bad.safetensors"
 expect 1 "inconsistent metadata.*lengths" $te --load "$d/lengths_swapped.safetensors"
 expect 1 "no 'task'" $te --load "$d/no_task.safetensors"
 expect 1 "seed.*-1" $te --load "$d/seed_bad.safetensors"
