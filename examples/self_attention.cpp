@@ -1,19 +1,103 @@
 // The first cell of Dive into Deep Learning's "Self-Attention and Positional
 // Encoding", retold in C++: multi-head self-attention over a batch of two
 // sequences of four tokens, the second half of which are padding, then a
-// check that self-attention without positions cannot tell token order apart.
-// Run: build/release/examples/self_attention
+// check that self-attention without positions cannot tell token order apart,
+// then masking the future (the causal mask of a decoder): the weights with
+// and without it side by side, and a check that with it no output sees the
+// tokens after its own position.
+// Run: build/release/examples/self_attention [--out DIR]
 #include <smallgrad.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 
 #include "cli.hpp"
+#include "nn/plot.hpp"
 
 namespace {
 
-int show() {
+// Head 0 of (1, heads, T, T) weights as rows.
+std::vector<std::vector<double>> head0(const sg::Tensor& w) {
+  const int64_t T = w.shape()[2];
+  const std::vector<float> v = w.to_vector<float>();
+  std::vector<std::vector<double>> rows(static_cast<size_t>(T));
+  for (int64_t q = 0; q < T; ++q)
+    for (int64_t k = 0; k < T; ++k) rows[static_cast<size_t>(q)].push_back(v[static_cast<size_t>(q * T + k)]);
+  return rows;
+}
+
+// Two SVG documents of the same height side by side in one.
+std::string side_by_side(const std::string& left, const std::string& right, int width, int height) {
+  std::string shifted = right;
+  shifted.replace(0, 5, "<svg x=\"" + std::to_string(width) + "\" ");  // "<svg " -> "<svg x=... "
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(2 * width) + "\" height=\"" +
+         std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(2 * width) + " " + std::to_string(height) +
+         "\">\n" + left + shifted + "</svg>\n";
+}
+
+// Masking the future. The same projections with and without the causal
+// mask, over one sequence of `steps` random tokens: the weights side by side
+// (written to <out>/causal_attention.svg), then for every t, the tokens after
+// t replaced by others: with the mask, the outputs at positions 0..t must
+// keep every bit; without it, they change. Throws if either fails.
+void masking_the_future(const sg::nn::MultiHeadAttention& open, int64_t num_hiddens, int64_t num_heads,
+                        const std::string& out_dir) {
+  examples::Outputs out(out_dir, "--out");
+  out.expect("causal_attention.svg");
+  sg::nn::MultiHeadAttention causal(num_hiddens, num_heads, 0.5, false, /*causal=*/true);
+  causal.load_state_dict(open.state_dict());
+  causal.eval();
+  const int64_t steps = 8;
+  const sg::Tensor X = sg::randn({1, steps, num_hiddens}), other = sg::randn({1, steps, num_hiddens});
+  const sg::Tensor open_out = open.forward(X, X, X);
+  const auto open_w = head0(open.attention_weights());
+  const sg::Tensor causal_out = causal.forward(X, X, X);
+  const auto causal_w = head0(causal.attention_weights());
+
+  std::cout << "\nmasking the future: with causal = true, query t attends to keys 0..t only.\n"
+            << "causal attention weights over " << steps << " random tokens, head 0 (0 above the diagonal):\n";
+  for (int64_t q = 0; q < steps; ++q) {
+    std::printf("  query %lld:", static_cast<long long>(q));
+    for (int64_t k = 0; k < steps; ++k) std::printf(" %.3f", causal_w[static_cast<size_t>(q)][static_cast<size_t>(k)]);
+    std::printf("\n");
+  }
+  sg::plot::HeatmapOptions ho;
+  ho.xlabel = "Key position";
+  ho.ylabel = "Query position";
+  ho.has_range = true;
+  ho.title = "no mask (head 0)";
+  const std::string left = sg::plot::heatmap_svg(open_w, ho);
+  ho.title = "causal mask (head 0)";
+  out.write("causal_attention.svg", side_by_side(left, sg::plot::heatmap_svg(causal_w, ho), ho.width, ho.height));
+
+  std::cout << "\nchanging the tokens after position t (outputs at positions 0..t compared):\n"
+            << "   t   causal: bits kept   no mask: max |change|\n";
+  bool masked_ok = true, open_changes = true;
+  for (int64_t t = 0; t + 1 < steps; ++t) {
+    const sg::Tensor changed =
+        sg::concat({sg::slice(X, 1, 0, t + 1), sg::slice(other, 1, t + 1, steps)}, 1);
+    const std::vector<float> a = sg::slice(causal_out, 1, 0, t + 1).to_vector<float>();
+    const std::vector<float> b = sg::slice(causal.forward(changed, changed, changed), 1, 0, t + 1).to_vector<float>();
+    const bool same = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    const double moved = sg::max(sg::abs(sg::slice(open.forward(changed, changed, changed), 1, 0, t + 1) -
+                                         sg::slice(open_out, 1, 0, t + 1)))
+                             .item<double>();
+    std::printf("  %2lld   %-17s   %.3g\n", static_cast<long long>(t), same ? "all" : "NO", moved);
+    masked_ok = masked_ok && same;
+    open_changes = open_changes && moved > 0;
+  }
+  if (!masked_ok) throw std::runtime_error("check failed: a causal output changed with a later token");
+  if (!open_changes) throw std::runtime_error("check failed: an unmasked output ignored the later tokens");
+  out.commit();
+  std::cout << "check passed: with the mask, outputs up to t keep every bit whatever follows t; without it, "
+               "every output sees every token.\nwrote "
+            << out_dir << "/causal_attention.svg (no mask beside causal)\n";
+}
+
+int show(const std::string& out_dir) {
   sg::manual_seed(0);
   const int64_t num_hiddens = 100, num_heads = 5, batch_size = 2, num_queries = 4;
   sg::nn::MultiHeadAttention attention(num_hiddens, num_heads, 0.5);
@@ -55,6 +139,8 @@ int show() {
   std::cout << "\npermuting the input tokens by (2, 0, 3, 1) permutes the outputs the same way:\n"
             << "  max |attention(permuted X) - permuted attention(X)| = " << worst << "\n"
             << "so without positional encodings, self-attention cannot see token order.\n";
+
+  masking_the_future(attention, num_hiddens, num_heads, out_dir);
   return 0;
 }
 
@@ -62,7 +148,9 @@ int show() {
 
 int main(int argc, char** argv) {
   CLI::App app{"Dive into Deep Learning's multi-head self-attention cell: shapes, masking of padded keys,\n"
-               "and why attention without positions cannot see token order. Takes no flags."};
+               "why attention without positions cannot see token order, and masking the future (the causal mask)."};
   examples::describe_defaults(app);
-  return examples::run(app, argc, argv, show);
+  std::string out = "out/self_attention";
+  app.add_option("--out", out, "output folder for causal_attention.svg")->check(examples::folder());
+  return examples::run(app, argc, argv, [&] { return show(out); });
 }

@@ -6,7 +6,10 @@
 //   train_encoder                       one run (task shift, sinusoidal)
 //   train_encoder --compare             none, sinusoidal, learned, relative and
 //                                       rotary positions on every task, several
-//                                       seeds: table and plots
+//                                       seeds: table and plots; then the same
+//                                       with the causal mask (and ALiBi) on
+//                                       the causal tasks
+//   train_encoder --causal              one run with the causal mask
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
 //
 // The tasks and the training loop are in nn/encoder_training.hpp.
@@ -63,6 +66,7 @@ const IntSetting kIntSettings[] = {
      "shortest sequence of the longer-lengths evaluation (above --max-len)"},
     {"eval_max_len", &Config::eval_max_len, 1, 100000, "longest sequence of the longer-lengths evaluation"},
     {"shift", &Config::shift, 1, 100000, "task shift only: label[t] = x[t - shift], less than --max-len"},
+    {"back", &Config::back, 1, 100000, "task recall only: label[t] = x[t - back], less than --max-len"},
 };
 
 std::string flag_of(const std::string& key) {
@@ -77,6 +81,7 @@ sg::nn::Metadata to_metadata(const Config& c) {
                         {"positional", sg::nn::positional_name(c.positional)},
                         {"relative_values", c.relative_values ? "1" : "0"},
                         {"pre_norm", c.pre_norm ? "1" : "0"},
+                        {"causal", c.causal ? "1" : "0"},
                         {"seed", std::to_string(c.seed)}};
   for (const IntSetting& s : kIntSettings) m[s.key] = std::to_string(c.*s.member);
   return m;
@@ -115,19 +120,20 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
   c.task = get("task");
   const auto& tasks = sg::training::task_names();
   if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end())
-    throw bad("task", c.task, "not a task of this program (shift, sort, reverse, count)");
+    throw bad("task", c.task, "not a task of this program (shift, sort, reverse, count, tally, recall)");
   try {
     c.positional = sg::nn::parse_positional(get("positional"));
   } catch (const sg::Error&) {
-    throw bad("positional", get("positional"), "not an encoding (none, sinusoidal, learned, relative, rotary)");
+    throw bad("positional", get("positional"), "not an encoding (none, sinusoidal, learned, relative, rotary, alibi)");
   }
   for (const IntSetting& s : kIntSettings) {
-    // Checkpoints written before max_distance existed have none: the default then.
-    if (std::string(s.key) == "max_distance" && !m.count(s.key)) continue;
+    // Checkpoints written before max_distance or back existed have none: the default then.
+    if ((std::string(s.key) == "max_distance" || std::string(s.key) == "back") && !m.count(s.key)) continue;
     c.*s.member = whole(s.key, std::string(s.key) == "blocks" ? 0 : s.lo, s.hi);
   }
   if (m.count("relative_values")) c.relative_values = boolean("relative_values");
   if (m.count("pre_norm")) c.pre_norm = boolean("pre_norm");
+  if (m.count("causal")) c.causal = boolean("causal");
   const std::string seed = get("seed");
   const auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), c.seed);
   if (seed.empty() || p != seed.data() + seed.size() || ec != std::errc()) throw bad("seed", seed, "not a seed");
@@ -181,7 +187,8 @@ std::string curve_csv(const Result& r) {
 }
 
 int run_one(Config c, const std::string& out_root) {
-  const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
+  const std::string name = (c.causal ? "causal_" : "") + c.task + "_" + sg::nn::positional_name(c.positional) +
+                           "_seed" + std::to_string(c.seed);
   // The folder is checked before training; the files move in when all are written.
   examples::Outputs out(out_root + "/" + name, "--out");
   const char* files[] = {"curve.csv", "curve.svg", "attention.svg", "checkpoint.safetensors"};
@@ -195,7 +202,7 @@ int run_one(Config c, const std::string& out_root) {
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
   out.write("curve.csv", curve_csv(r));
   sg::plot::LineOptions lo;
-  lo.title = c.task + ", " + sg::nn::positional_name(c.positional);
+  lo.title = c.task + ", " + sg::nn::positional_name(c.positional) + (c.causal ? ", causal" : "");
   lo.xlabel = "step";
   lo.ylabel = "accuracy";
   lo.has_ymin = lo.has_ymax = true;
@@ -210,7 +217,9 @@ int run_one(Config c, const std::string& out_root) {
   sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
   out.commit();
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
-            << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
+            << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer)
+            << ", on their positions past the training length (" << c.max_len + 1 << ".." << c.eval_max_len << ") "
+            << fmt("%.3f", r.acc_past_train) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
             << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
             << "/{curve.csv,curve.svg,attention.svg,checkpoint.safetensors}\n";
@@ -223,9 +232,13 @@ int evaluate_checkpoint(const std::string& path) {
   sg::training::Model model(c);
   sg::nn::load_checkpoint(path, model);
   const double a = sg::training::evaluate(model, sg::training::make_eval_set(c, c.min_len, c.max_len, 1));
-  const double b = sg::training::evaluate(model, sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  const sg::training::EvalSet longer = sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
+  const double b = sg::training::evaluate(model, longer);
+  const double past = sg::training::evaluate_positions(model, longer).from(c.max_len);
   std::cout << path << ": task " << c.task << ", positional " << sg::nn::positional_name(c.positional)
-            << "\naccuracy on training lengths " << fmt("%.3f", a) << ", on longer lengths " << fmt("%.3f", b) << "\n";
+            << (c.causal ? ", causal mask" : "") << "\naccuracy on training lengths " << fmt("%.3f", a)
+            << ", on longer lengths " << fmt("%.3f", b) << ", on their positions past the training length ("
+            << c.max_len + 1 << ".." << c.eval_max_len << ") " << fmt("%.3f", past) << "\n";
   return 0;
 }
 
@@ -269,9 +282,9 @@ class CompareProgress {
   }
   void finished(int64_t k, const std::string& label, const Result& r) {
     const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
-    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
+    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  past %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
-                 r.acc_train_lengths, r.acc_longer, to95.c_str(),
+                 r.acc_train_lengths, r.acc_longer, r.acc_past_train, to95.c_str(),
                  r.seconds, duration(elapsed()).c_str(), duration(left(k, 0)).c_str(), tty_ ? "   " : "");
   }
 
@@ -286,27 +299,35 @@ class CompareProgress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// One study: every kind of positions on every task, `seeds` seeds each,
+// written to <out_root>/<folder>/ (the encoder's in compare/, the causal
+// one, base.causal, in compare_causal/, with the same files).
 int compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
-            int64_t seeds, const std::string& out_root) {
+            int64_t seeds, const std::string& out_root, const std::string& folder = "compare") {
   // Nothing is written until every run is done: an interrupted comparison
   // leaves the last complete table, CSV and plots as they were.
-  examples::Outputs out(out_root + "/compare", "--out");
+  examples::Outputs out(out_root + "/" + folder, "--out");
   out.expect("results.md");
   out.expect("results.csv");
+  out.expect("positions.csv");
   std::ostringstream csv;
-  csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds\n";
+  csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds,acc_past_train\n";
+  std::ostringstream positions_csv;  // accuracy at each position of the longer sequences
+  positions_csv << "task,positional,seed,position,accuracy\n";
+  const std::string past = std::to_string(base.max_len + 1) + "-" + std::to_string(base.eval_max_len);
   std::ostringstream table;
   table << "| task | positional | accuracy, training lengths " << base.min_len << "-" << base.max_len
-        << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len
-        << " | steps to 95% | seconds |\n|---|---|---|---|---|---|\n";
+        << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len << " | of which positions "
+        << past << " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|\n";
   std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
   CompareProgress progress(static_cast<int64_t>(tasks.size() * kinds.size()) * seeds, base.steps);
   int64_t run = 0;
   for (const std::string& task : tasks) {
-    std::vector<sg::plot::Series> curves;
+    std::vector<sg::plot::Series> curves, by_position;
     for (sg::nn::Positional kind : kinds) {
-      std::vector<double> acc, longer, secs, reached;
+      std::vector<double> acc, longer, past_train, secs, reached;
       sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
+      sg::plot::Series mean_by_position{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
         Config c = base;
         c.task = task;
@@ -322,9 +343,16 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
             &examples::g_stop);
         progress.finished(run, label, r);
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
-            << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << '\n';
+            << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << ',' << r.acc_past_train << '\n';
+        for (size_t t = 0; t < r.acc_by_position.size(); ++t) {
+          positions_csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << t + 1 << ','
+                        << r.acc_by_position[t] << '\n';
+          if (s == 0) mean_by_position.x.push_back(static_cast<double>(t + 1)), mean_by_position.y.push_back(0);
+          mean_by_position.y[t] += r.acc_by_position[t] / static_cast<double>(seeds);
+        }
         acc.push_back(r.acc_train_lengths);
         longer.push_back(r.acc_longer);
+        past_train.push_back(r.acc_past_train);
         secs.push_back(r.seconds);
         if (r.steps_to_95 >= 0) reached.push_back(static_cast<double>(r.steps_to_95));
         for (size_t i = 0; i < r.curve.size(); ++i) {
@@ -333,7 +361,7 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         }
         if (s == 0) {  // attention of one sample, first seed
           sg::plot::HeatmapOptions ho;
-          ho.title = task + ", " + sg::nn::positional_name(kind);
+          ho.title = task + ", " + sg::nn::positional_name(kind) + (base.causal ? ", causal" : "");
           ho.xlabel = "Key position";
           ho.ylabel = "Query position";
           ho.has_range = true;
@@ -342,7 +370,8 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         }
       }
       curves.push_back(mean_curve);
-      const Stats a = stats(acc), l = stats(longer), t = stats(secs);
+      by_position.push_back(mean_by_position);
+      const Stats a = stats(acc), l = stats(longer), p = stats(past_train), t = stats(secs);
       const std::string to95 = reached.empty() ? "never"
                                : fmt("%.0f", stats(reached).mean) +
                                      (reached.size() < static_cast<size_t>(seeds)
@@ -350,22 +379,32 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
                                           : "");
       table << "| " << task << " | " << sg::nn::positional_name(kind) << " | " << fmt("%.3f", a.mean) << " ± "
             << fmt("%.3f", a.spread) << " | " << fmt("%.3f", l.mean) << " ± " << fmt("%.3f", l.spread) << " | "
-            << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
+            << fmt("%.3f", p.mean) << " ± " << fmt("%.3f", p.spread) << " | " << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
     }
     sg::plot::LineOptions lo;
-    lo.title = "task: " + task + " (mean of " + std::to_string(seeds) + " seeds)";
+    const std::string mask = base.causal ? ", causal" : "";
+    lo.title = "task: " + task + mask + " (mean of " + std::to_string(seeds) + " seeds)";
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
     plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
+    sg::plot::LineOptions po = lo;
+    po.title = "task: " + task + mask + ", lengths " + std::to_string(base.eval_min_len) + "-" +
+               std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
+               std::to_string(base.max_len) + "; mean of " + std::to_string(seeds) + " seeds)";
+    po.xlabel = "position";
+    po.ylabel = "accuracy at the position";
+    plots.emplace_back("positions_" + task + ".svg", sg::plot::line_svg(by_position, po));
   }
   for (const auto& [name, svg] : plots) out.write(name, svg);
   out.write("results.csv", csv.str());
+  out.write("positions.csv", positions_csv.str());
   out.write("results.md", table.str());
   out.commit();
-  std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
-            << " steps each)\nwrote " << out.dir()
-            << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg\n";
+  std::cout << "\n" << (base.causal ? "with the causal mask:\n" : "") << table.str() << "\n(mean ± standard deviation over "
+            << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps << " steps each)\nwrote " << out.dir()
+            << "/results.md, results.csv, positions.csv, curves_<task>.svg, positions_<task>.svg, "
+               "attention_<task>_<encoding>.svg\n";
   return 0;
 }
 
@@ -385,35 +424,65 @@ int main(int argc, char** argv) {
   bool do_compare = false;
   std::vector<std::string> tasks = {"shift", "sort", "count"};
   std::vector<std::string> positionals = {"none", "sinusoidal", "learned", "relative", "rotary"};
+  // The causal study adds ALiBi, which the papers on causal models compare.
+  std::vector<std::string> causal_positionals = {"none", "sinusoidal", "learned", "relative", "rotary", "alibi"};
+  std::vector<std::string> causal_tasks = sg::training::causal_task_names();
+  std::vector<std::string> studies = {"encoder", "causal"};
   int64_t seeds = 3, seed = 0;
+  // The causal study trains shorter by default, to keep the whole --compare
+  // within a few minutes on 2 cores (docs/results.md has the timing).
+  int64_t causal_steps = 300;
   int threads = 0;
-  const std::vector<std::string> kinds = {"none", "sinusoidal", "learned", "relative", "rotary"};
+  const std::vector<std::string> kinds = {"none", "sinusoidal", "learned", "relative", "rotary", "alibi"};
   std::vector<CLI::Option*> training;  // every flag that shapes training: meaningless with --load
 
   CLI::Option* compare_opt = app.add_flag("--compare", do_compare,
                                           "train every encoding of --positionals on every task of --tasks, "
-                                          "--seeds seeds each; writes <out>/compare/");
+                                          "--seeds seeds each, and the same with the causal mask on "
+                                          "--causal-tasks; writes <out>/compare/ and <out>/compare_causal/");
   CLI::Option* load_opt =
       app.add_option("--load", load, "evaluate a checkpoint written by an earlier run (writes nothing)")
           ->check(CLI::ExistingFile);
   app.add_option("--out", out,
-                 "output folder: a run writes <out>/<task>_<encoding>_seed<seed>/, --compare <out>/compare/")
+                 "output folder: a run writes <out>/<task>_<encoding>_seed<seed>/ (causal_<task>_... with "
+                 "--causal), --compare <out>/compare/ and <out>/compare_causal/")
       ->check(examples::folder());
-  CLI::Option* task_opt = app.add_option("--task", c.task, "one run: shift, sort, reverse or count")
+  CLI::Option* task_opt = app.add_option("--task", c.task, "one run: shift, sort, reverse, count, tally or recall "
+                                                           "(with --causal: shift, tally or recall)")
                               ->check(CLI::IsMember(sg::training::task_names()));
   CLI::Option* positional_opt =
-      app.add_option("--positional", positional, "one run: none, sinusoidal, learned, relative or rotary")
+      app.add_option("--positional", positional, "one run: none, sinusoidal, learned, relative, rotary or alibi")
           ->check(CLI::IsMember(kinds));
+  CLI::Option* causal_opt =
+      app.add_flag("--causal", c.causal, "one run with the causal mask: each token attends to itself and the "
+                                         "tokens before it only");
   CLI::Option* tasks_opt = app.add_option("--tasks", tasks, "--compare: tasks, comma-separated")
                                ->delimiter(',')
                                ->check(CLI::IsMember(sg::training::task_names()));
-  CLI::Option* positionals_opt = app.add_option("--positionals", positionals, "--compare: encodings, comma-separated")
-                                     ->delimiter(',')
-                                     ->check(CLI::IsMember(kinds));
+  CLI::Option* positionals_opt =
+      app.add_option("--positionals", positionals,
+                     "--compare: encodings, comma-separated, for both studies (default: the first five for the "
+                     "encoder, all six with the causal mask)")
+          ->delimiter(',')
+          ->check(CLI::IsMember(kinds));
+  CLI::Option* causal_tasks_opt =
+      app.add_option("--causal-tasks", causal_tasks, "--compare: tasks of the causal study, comma-separated")
+          ->delimiter(',')
+          ->check(CLI::IsMember(sg::training::causal_task_names()));
+  CLI::Option* studies_opt =
+      app.add_option("--studies", studies,
+                     "--compare: encoder (no mask, --tasks), causal (the causal mask, --causal-tasks) or both")
+          ->delimiter(',')
+          ->check(CLI::IsMember({"encoder", "causal"}));
   CLI::Option* seeds_opt =
       app.add_option("--seeds", seeds, "--compare: seeds per task and encoding (--seed, --seed + 1, ...)")
           ->check(examples::whole(1, 100));
-  training.insert(training.end(), {compare_opt, task_opt, positional_opt, tasks_opt, positionals_opt, seeds_opt});
+  CLI::Option* causal_steps_opt =
+      app.add_option("--causal-steps", causal_steps,
+                     "training steps of --compare's causal study (default: --steps if given, else 300)")
+          ->check(examples::whole(1, 10000000));
+  training.insert(training.end(), {compare_opt, task_opt, positional_opt, causal_opt, tasks_opt, positionals_opt,
+                                   causal_tasks_opt, studies_opt, causal_steps_opt, seeds_opt});
   std::map<std::string, CLI::Option*> int_opts;
   for (const IntSetting& s : kIntSettings) {
     int_opts[s.key] = app.add_option(flag_of(s.key), c.*s.member, s.help)->check(examples::whole(s.lo, s.hi));
@@ -426,7 +495,8 @@ int main(int argc, char** argv) {
   const double inf = std::numeric_limits<double>::infinity();
   training.push_back(relative_values_opt);
   training.push_back(app.add_flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)"));
-  training.push_back(app.add_option("--steps", c.steps, "training steps")->check(examples::whole(1, 10000000)));
+  CLI::Option* steps_opt = app.add_option("--steps", c.steps, "training steps")->check(examples::whole(1, 10000000));
+  training.push_back(steps_opt);
   training.push_back(app.add_option("--batch", c.batch, "sequences per batch")->check(examples::whole(1, 65536)));
   training.push_back(app.add_option("--dropout", c.dropout, "dropout probability")->check(examples::number(0, true, 0.99)));
   training.push_back(app.add_option("--lr", c.lr, "peak learning rate (AdamW)")->check(examples::number(0, false, 10)));
@@ -451,19 +521,38 @@ int main(int argc, char** argv) {
   CLI::Option* out_opt = app.get_option("--out");
   load_opt->excludes(out_opt);
   for (CLI::Option* o : training) load_opt->excludes(o);
-  for (CLI::Option* o : {tasks_opt, positionals_opt, seeds_opt}) o->needs(compare_opt);
-  for (CLI::Option* o : {task_opt, positional_opt}) o->excludes(compare_opt);
+  for (CLI::Option* o : {tasks_opt, positionals_opt, causal_tasks_opt, studies_opt, causal_steps_opt, seeds_opt})
+    o->needs(compare_opt);
+  for (CLI::Option* o : {task_opt, positional_opt, causal_opt}) o->excludes(compare_opt);
 
   return examples::run(app, argc, argv, [&]() -> int {
     examples::apply_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
     c.seed = static_cast<uint64_t>(seed);
     c.positional = sg::nn::parse_positional(positional);
+    // The runs: (causal mask?, tasks, kinds) per study.
+    struct Study {
+      bool causal;
+      std::vector<std::string> tasks, kinds;
+    };
+    std::vector<Study> plan;
+    if (!do_compare) {
+      plan.push_back({c.causal, {c.task}, {positional}});
+    } else {
+      if (contains(studies, "encoder")) plan.push_back({false, tasks, positionals});
+      if (contains(studies, "causal"))
+        plan.push_back({true, causal_tasks, positionals_opt->count() ? positionals : causal_positionals});
+    }
     // Flags that apply to one task or encoding only must meet it.
-    const std::vector<std::string> run_tasks = do_compare ? tasks : std::vector<std::string>{c.task};
-    const std::vector<std::string> run_kinds = do_compare ? positionals : std::vector<std::string>{positional};
+    std::vector<std::string> run_tasks, run_kinds;
+    for (const Study& st : plan) {
+      run_tasks.insert(run_tasks.end(), st.tasks.begin(), st.tasks.end());
+      run_kinds.insert(run_kinds.end(), st.kinds.begin(), st.kinds.end());
+    }
     if (int_opts["shift"]->count() && !contains(run_tasks, "shift"))
       throw examples::UsageError("--shift applies to the shift task only, and no run here is one");
+    if (int_opts["back"]->count() && !contains(run_tasks, "recall"))
+      throw examples::UsageError("--back applies to the recall task only, and no run here is one");
     if ((int_opts["max_distance"]->count() || relative_values_opt->count()) && !contains(run_kinds, "relative"))
       throw examples::UsageError(std::string(int_opts["max_distance"]->count() ? "--max-distance" : "--relative-values") +
                                  " applies to relative positions only, and no run here uses them");
@@ -484,22 +573,31 @@ int main(int argc, char** argv) {
                                  ": the longer-lengths accuracy is for lengths never trained on");
     // The rest (--heads dividing --hidden, rotary's even head width, --shift
     // below --max-len) is checked by building the model(s): usage errors too.
-    std::vector<sg::nn::Positional> compared;
-    for (const std::string& p : run_kinds) compared.push_back(sg::nn::parse_positional(p));
     try {
-      for (const std::string& t : run_tasks)
-        for (sg::nn::Positional k : compared) {
-          Config probe = c;
-          probe.task = t;
-          probe.positional = k;
-          sg::training::check_config(probe);
-          sg::training::Model model(probe);
-        }
+      for (const Study& st : plan)
+        for (const std::string& t : st.tasks)
+          for (const std::string& k : st.kinds) {
+            Config probe = c;
+            probe.task = t;
+            probe.positional = sg::nn::parse_positional(k);
+            probe.causal = st.causal;
+            sg::training::check_config(probe);
+            sg::training::Model model(probe);
+          }
     } catch (const sg::Error& e) {
       std::string what = e.what();
       if (what.rfind("train_encoder: ", 0) == 0) what.erase(0, 15);
       throw examples::UsageError(what);
     }
-    return do_compare ? compare(c, tasks, compared, seeds, out) : run_one(c, out);
+    if (!do_compare) return run_one(c, out);
+    for (const Study& st : plan) {
+      Config base = c;
+      base.causal = st.causal;
+      if (st.causal && (causal_steps_opt->count() || !steps_opt->count())) base.steps = causal_steps;
+      std::vector<sg::nn::Positional> compared;
+      for (const std::string& p : st.kinds) compared.push_back(sg::nn::parse_positional(p));
+      compare(base, st.tasks, compared, seeds, out, st.causal ? "compare_causal" : "compare");
+    }
+    return 0;
   });
 }

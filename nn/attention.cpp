@@ -58,6 +58,18 @@ Tensor weighted_per_query(const Tensor& w, const Tensor& rel) {
   return permute(matmul(permute(w, {1, 0, 2}), rel), {1, 0, 2});
 }
 
+// (heads, Q, K) in `dtype`: ALiBi's bias -m_h * |i - j| for query i, key j.
+Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype) {
+  const std::vector<double> m = alibi_slopes(heads);
+  std::vector<double> bias(static_cast<size_t>(heads * queries * keys));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < queries; ++i)
+      for (int64_t j = 0; j < keys; ++j)
+        bias[static_cast<size_t>((h * queries + i) * keys + j)] =
+            -m[static_cast<size_t>(h)] * static_cast<double>(std::abs(i - j));
+  return from_vector(bias, {heads, queries, keys}, dtype);
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dropout, bool bias,
@@ -68,7 +80,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dr
   const int64_t head_dim = hiddens / heads;
   if (positions.kind != Positional::none && !in_attention(positions.kind))
     fail("MultiHeadAttention: positions '", positional_name(positions.kind),
-         "' are added to the embeddings, not carried by attention (none, relative or rotary)");
+         "' are added to the embeddings, not carried by attention (none, relative, rotary or alibi)");
   if (positions.kind == Positional::rotary && head_dim % 2 != 0)
     fail("MultiHeadAttention: rotary positions rotate pairs of features, so the head dimension "
          "must be even; num_hiddens ", hiddens, " / num_heads ", heads, " = ", head_dim);
@@ -112,9 +124,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     lens = repeat_for_heads(valid_lens, num_heads);
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
-  // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by 1/sqrt(d), softmaxed.
-  auto attend = [&](const Tensor& scores) {
-    const Tensor weights = masked_softmax(scores, lens, causal, scale);
+  // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by `by`
+  // (1/sqrt(d) unless the scores come scaled), softmaxed.
+  auto attend = [&](const Tensor& scores, double by) {
+    const Tensor weights = masked_softmax(scores, lens, causal, by);
     keep_weights(reshape(weights.detach(), {batch, num_heads, nq, nk}));
     return attention_dropout->forward(weights);
   };
@@ -124,7 +137,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     // read and write each head's columns in place, the same arithmetic as
     // the split-heads path below without its four copies.
     const Tensor q = W_q->forward(queries), k = W_k->forward(keys), v = W_v->forward(values);
-    return W_o->forward(head_pool(attend(head_scores(q, k, num_heads)), v, num_heads));
+    return W_o->forward(head_pool(attend(head_scores(q, k, num_heads), scale), v, num_heads));
   }
 
   // Positions inside attention work on each head's own (T, d) matrix.
@@ -138,7 +151,15 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     offsets = clipped_offsets(nq, nk, positions.max_distance);
     scores = scores + dot_per_query(q, embedding(relative_keys, offsets));  // + q_i . a_{j-i}
   }
-  const Tensor dropped = attend(scores);
+  double by = scale;
+  if (positions.kind == Positional::alibi) {
+    // The bias is added after the 1/sqrt(d) scaling, as the paper does; the
+    // heads' (Q, K) biases broadcast over the batch.
+    const Tensor per_head = reshape(scores * scale, {batch, num_heads, nq, nk});
+    scores = reshape(per_head + alibi_bias(num_heads, nq, nk, scores.dtype()), {batch * num_heads, nq, nk});
+    by = 1.0;
+  }
+  const Tensor dropped = attend(scores, by);
   Tensor heads = matmul(dropped, v);  // (B*h, Q, d)
   if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
     heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));

@@ -21,6 +21,10 @@
 //   * rotary (RoPE, Su et al., 2021): q and k are rotated for their positions
 //     (sg::rope) before the dot product, so each score depends on j - i
 //     through the rotation; no parameters; the head dimension must be even.
+//   * alibi (Press et al., 2022): head h adds the fixed bias -m_h * |i - j|
+//     (m_h from alibi_slopes, nn/positional.hpp) to the scaled score of
+//     query i and key j before the mask and softmax, so far keys are
+//     penalised linearly, more steeply in the first heads; no parameters.
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -34,7 +38,7 @@ namespace sg::nn {
 // Filled with designated initializers:
 //   MultiHeadAttention mha(64, 4, 0.0, false, false, {.kind = Positional::relative, .max_distance = 4});
 struct AttentionPositions {
-  Positional kind = Positional::none;  // none, relative or rotary (in_attention kinds)
+  Positional kind = Positional::none;  // none, relative, rotary or alibi (in_attention kinds)
   int64_t max_distance = 8;     // relative: offsets beyond +-max_distance share a vector
   bool relative_values = true;  // relative: also Shaw et al.'s table for the values
 };

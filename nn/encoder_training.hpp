@@ -12,6 +12,13 @@
 //   reverse label[t] = x[L - 1 - t]: needs positions and the length
 //   count   label[t] = how often x[t] occurs in the sequence: order does not
 //           matter, the control task that needs no positions at all
+//   tally   label[t] = how often x[t] occurs in x[0..t]: a running count
+//   recall  label[t] = x[t - back] (0 for t < back): shift, further back
+//
+// With Config::causal the model is a decoder-only stack: every attention
+// hides the keys after its query (causal mask). Its tasks must then label
+// position t from tokens 0..t alone: shift, tally and recall
+// (causal_task_names()); sort, reverse and count look ahead.
 #include <smallgrad.hpp>
 
 #include <algorithm>
@@ -29,7 +36,13 @@ inline constexpr int64_t kPad = 0;        // token 0 pads; symbols are 1 .. voca
 inline constexpr int64_t kIgnore = -100;  // label of padded positions
 
 inline const std::vector<std::string>& task_names() {
-  static const std::vector<std::string> names = {"shift", "sort", "reverse", "count"};
+  static const std::vector<std::string> names = {"shift", "sort", "reverse", "count", "tally", "recall"};
+  return names;
+}
+
+// The tasks whose label at t depends on tokens up to t only.
+inline const std::vector<std::string>& causal_task_names() {
+  static const std::vector<std::string> names = {"shift", "tally", "recall"};
   return names;
 }
 
@@ -39,6 +52,7 @@ struct Config {
   int64_t max_distance = 8;      // relative positions: offsets clipped to +-max_distance
   bool relative_values = true;   // relative positions: also the table added to the values
   bool pre_norm = false;     // pre-norm blocks instead of d2l's post-norm
+  bool causal = false;       // every attention hides the keys after its query
   int64_t vocab = 16, hidden = 64, heads = 4, ffn = 128, blocks = 2;
   double dropout = 0.0;
   int64_t batch = 64, min_len = 4, max_len = 12;  // training lengths
@@ -47,17 +61,24 @@ struct Config {
   double lr = 3e-3, min_lr = 3e-4, weight_decay = 0.01, clip = 1.0;
   std::string schedule = "cosine";  // or "constant"
   int64_t shift = 1;
+  int64_t back = 3;  // task recall: label[t] = x[t - back]
   uint64_t seed = 0;
   int64_t eval_every = 50, eval_sequences = 256;
 
   // Output classes: symbols (0 = "none" for shift's first positions) or counts 0..max length.
-  int64_t classes() const { return task == "count" ? std::max(max_len, eval_max_len) + 1 : vocab; }
+  int64_t classes() const {
+    return task == "count" || task == "tally" ? std::max(max_len, eval_max_len) + 1 : vocab;
+  }
   int64_t positions() const { return std::max(max_len, eval_max_len); }
 };
 
 inline void check_config(const Config& c) {
   if (std::find(task_names().begin(), task_names().end(), c.task) == task_names().end())
-    sg::fail("train_encoder: unknown task '", c.task, "' (shift, sort, reverse, count)");
+    sg::fail("train_encoder: unknown task '", c.task, "' (shift, sort, reverse, count, tally, recall)");
+  const auto& causal_tasks = causal_task_names();
+  if (c.causal && std::find(causal_tasks.begin(), causal_tasks.end(), c.task) == causal_tasks.end())
+    sg::fail("train_encoder: task '", c.task, "' labels a position from tokens after it, which the causal "
+             "mask hides (causal tasks: shift, tally, recall)");
   if (c.vocab < 3) sg::fail("train_encoder: vocab ", c.vocab, " must be at least 3");
   if (c.min_len < 1 || c.max_len < c.min_len)
     sg::fail("train_encoder: training lengths [", c.min_len, ", ", c.max_len, "] are empty");
@@ -71,6 +92,10 @@ inline void check_config(const Config& c) {
   // model predicting 0 everywhere would score 1.000 and learn nothing.
   if (c.task == "shift" && c.shift >= c.max_len)
     sg::fail("train_encoder: shift ", c.shift, " must be less than max_len ", c.max_len,
+             " (otherwise every label is 0 and there is nothing to learn)");
+  if (c.back < 1) sg::fail("train_encoder: back ", c.back, " must be at least 1");
+  if (c.task == "recall" && c.back >= c.max_len)
+    sg::fail("train_encoder: back ", c.back, " must be less than max_len ", c.max_len,
              " (otherwise every label is 0 and there is nothing to learn)");
   if (c.schedule != "cosine" && c.schedule != "constant")
     sg::fail("train_encoder: schedule '", c.schedule, "' is not cosine or constant");
@@ -100,8 +125,12 @@ inline Batch make_batch(const Config& c, int64_t batch, int64_t min_len, int64_t
       std::copy(s.begin(), s.end(), y);
     } else if (c.task == "reverse") {
       for (int64_t t = 0; t < len; ++t) y[t] = x[len - 1 - t];
-    } else {  // count
+    } else if (c.task == "count") {
       for (int64_t t = 0; t < len; ++t) y[t] = std::count(x, x + len, x[t]);
+    } else if (c.task == "tally") {
+      for (int64_t t = 0; t < len; ++t) y[t] = std::count(x, x + t + 1, x[t]);
+    } else {  // recall
+      for (int64_t t = 0; t < len; ++t) y[t] = t >= c.back ? x[t - c.back] : 0;
     }
   }
   return {sg::from_vector(ids, {batch, max_len}), sg::from_vector(lens, {batch}),
@@ -121,7 +150,8 @@ struct Model : sg::nn::Module {
                                               .max_len = c.positions(),
                                               .max_distance = c.max_distance,
                                               .relative_values = c.relative_values,
-                                              .pre_norm = c.pre_norm};
+                                              .pre_norm = c.pre_norm,
+                                              .causal = c.causal};
     encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
     head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.classes()));
   }
@@ -173,6 +203,45 @@ inline double evaluate(Model& model, const EvalSet& set) {
   return total ? right / total : 0.0;
 }
 
+// Right and scored tokens at each position 0 .. T-1 of a set's sequences.
+struct PositionAccuracy {
+  std::vector<int64_t> right, total;
+  // Accuracy at each position (NaN where no sequence reaches it).
+  std::vector<double> by_position() const {
+    std::vector<double> a(right.size());
+    for (size_t t = 0; t < a.size(); ++t)
+      a[t] = total[t] ? static_cast<double>(right[t]) / static_cast<double>(total[t]) : std::nan("");
+    return a;
+  }
+  // Accuracy over positions first .. T-1 together (NaN if none is scored).
+  double from(int64_t first) const {
+    int64_t r = 0, n = 0;
+    for (size_t t = static_cast<size_t>(std::max<int64_t>(first, 0)); t < right.size(); ++t) r += right[t], n += total[t];
+    return n ? static_cast<double>(r) / static_cast<double>(n) : std::nan("");
+  }
+};
+
+inline PositionAccuracy evaluate_positions(Model& model, const EvalSet& set) {
+  sg::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  PositionAccuracy p;
+  for (const Batch& b : set.batches) {
+    const int64_t T = b.ids.shape()[1];
+    if (static_cast<int64_t>(p.right.size()) < T) p.right.resize(static_cast<size_t>(T)), p.total.resize(static_cast<size_t>(T));
+    const std::vector<int64_t> pred = sg::kernel::argmax(model.forward(b.ids, b.valid_lens), -1).to_vector<int64_t>();
+    const std::vector<int64_t> y = b.labels.to_vector<int64_t>();
+    for (size_t i = 0; i < y.size(); ++i)
+      if (y[i] != kIgnore) {
+        const size_t t = i % static_cast<size_t>(T);
+        ++p.total[t];
+        p.right[t] += pred[i] == y[i];
+      }
+  }
+  model.train(was_training);
+  return p;
+}
+
 struct CurvePoint {
   int64_t step;
   double loss, train_acc, eval_acc;
@@ -185,6 +254,11 @@ struct CurvePoint {
 struct Result {
   std::vector<CurvePoint> curve;
   double acc_train_lengths = 0, acc_longer = 0;
+  // On the longer sequences: accuracy over the positions past the longest
+  // training sequence alone (max_len + 1 .. eval_max_len, counted from 1),
+  // and at each position 1 .. eval_max_len (index 0 is position 1).
+  double acc_past_train = 0;
+  std::vector<double> acc_by_position;
   int64_t steps_to_95 = -1;  // first evaluation at >= 95%, -1 if never
   double seconds = 0, tokens_per_second = 0;
 };
@@ -247,6 +321,9 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
   r.tokens_per_second = static_cast<double>(tokens) / r.seconds;
   r.acc_train_lengths = r.curve.back().eval_acc;
   r.acc_longer = evaluate(model, make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  const PositionAccuracy longer = evaluate_positions(model, make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  r.acc_by_position = longer.by_position();
+  r.acc_past_train = longer.from(c.max_len);
   return r;
 }
 

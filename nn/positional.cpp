@@ -9,7 +9,7 @@ namespace sg::nn {
 
 namespace {
 constexpr Positional kAll[] = {Positional::none, Positional::sinusoidal, Positional::learned,
-                               Positional::relative, Positional::rotary};
+                               Positional::relative, Positional::rotary, Positional::alibi};
 }  // namespace
 
 const char* positional_name(Positional p) {
@@ -19,6 +19,7 @@ const char* positional_name(Positional p) {
     case Positional::learned: return "learned";
     case Positional::relative: return "relative";
     case Positional::rotary: return "rotary";
+    case Positional::alibi: return "alibi";
   }
   fail("positional_name: not a kind of positions (", static_cast<int>(p), ")");
 }
@@ -32,7 +33,18 @@ Positional parse_positional(const std::string& name) {
   fail("positional encoding '", name, "' is not one of ", known);
 }
 
-bool in_attention(Positional p) { return p == Positional::relative || p == Positional::rotary; }
+bool in_attention(Positional p) {
+  return p == Positional::relative || p == Positional::rotary || p == Positional::alibi;
+}
+
+std::vector<double> alibi_slopes(int64_t num_heads) {
+  if (num_heads <= 0) fail("alibi_slopes: num_heads must be positive, got ", num_heads);
+  std::vector<double> m(static_cast<size_t>(num_heads));
+  for (int64_t h = 1; h <= num_heads; ++h)
+    m[static_cast<size_t>(h - 1)] = std::exp2(-8.0 * static_cast<double>(h) / static_cast<double>(num_heads));
+  return m;
+}
+
 namespace {
 
 // P: (1, max_len, d) -> X + P[:, offset:offset+T, :] for X: (B, T, d), then dropout.

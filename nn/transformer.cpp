@@ -54,6 +54,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : opt
     case Positional::none:
     case Positional::relative:
     case Positional::rotary:
+    case Positional::alibi:
       embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
       break;
   }

@@ -64,7 +64,7 @@ struct TransformerEncoderOptions {
 
 // Token ids -> embeddings scaled by sqrt(num_hiddens) (as d2l does, so they
 // are on the scale of the positional encoding) -> positions -> blocks
-// (-> final LayerNorm when pre_norm). Relative and rotary positions live in
+// (-> final LayerNorm when pre_norm). Relative, rotary and ALiBi positions live in
 // every block's attention; the embeddings then only get dropout, as with none.
 // ids: (B, T) int64, valid_lens: none, (B) or (B, T) -> (B, T, num_hiddens)
 class TransformerEncoder : public Module {

@@ -80,7 +80,7 @@ edit_meta "$d/vocab_abc.safetensors" 's/"vocab":"[0-9]+"/"vocab":"abc"/'
 edit_meta "$d/vocab_huge.safetensors" 's/"vocab":"[0-9]+"/"vocab":"1234567890123456789012"/'
 edit_meta "$d/vocab_negative.safetensors" 's/"vocab":"[0-9]+"/"vocab":"-16"/'
 edit_meta "$d/task_foo.safetensors" 's/"task":"[a-z]+"/"task":"foo"/'
-edit_meta "$d/positional_bad.safetensors" 's/"positional":"[a-z]+"/"positional":"alibi"/'
+edit_meta "$d/positional_bad.safetensors" 's/"positional":"[a-z]+"/"positional":"t5"/'
 edit_meta "$d/lengths_swapped.safetensors" 's/"min_len":"[0-9]+"/"min_len":"30"/'
 edit_meta "$d/no_task.safetensors" 's/"task":"[a-z]+",?//'
 edit_meta "$d/seed_bad.safetensors" 's/"seed":"[0-9]+"/"seed":"-1"/'
@@ -108,7 +108,9 @@ expect 2 "--seed.*out of range" $te --seed -1
 expect 2 "--dropout.*out of range" $te --dropout 1.5
 expect 2 "--threads.*out of range" $te --threads 100000
 expect 2 "--task.*nope" $te --task nope
-expect 2 "--positional.*alibi" $te --positional alibi
+expect 2 "--positional.*alibis" $te --positional alibis
+expect 2 "--causal-tasks.*sort" $te --compare --causal-tasks shift,sort
+expect 2 "--studies.*decoder" $te --compare --studies encoder,decoder
 expect 2 "--tasks.*" $te --compare --tasks shift,nope
 expect 2 "unknown flag --stpes \(did you mean --steps\?\)" $te --stpes 100
 expect 2 "unknown flag --bogus" $te --bogus
@@ -126,6 +128,13 @@ expect 2 "--seeds.*--compare" $te --seeds 2
 expect 2 "--task.*--compare|--compare.*--task" $te --compare --task sort
 expect 2 "shift 20.*max_len 12" $te --shift 20
 expect 2 "--shift applies to the shift task" $te --task sort --shift 2
+expect 2 "--back applies to the recall task" $te --task shift --back 2
+expect 2 "back 12.*max_len 12" $te --task recall --back 12
+expect 2 "task 'sort'.*causal mask" $te --causal --task sort
+expect 2 "--causal.*--compare|--compare.*--causal" $te --compare --causal
+expect 2 "--studies.*--compare" $te --studies causal
+expect 2 "--causal-tasks.*--compare" $te --causal-tasks tally
+expect 2 "--causal-steps.*--compare" $te --causal-steps 10
 expect 2 "--max-distance applies to relative" $te --positional learned --max-distance 4
 expect 2 "--relative-values applies to relative" $te --compare --positionals none --relative-values 0
 expect 2 "--eval-min-len 13 must be above --max-len 20" $te --max-len 20
@@ -148,7 +157,7 @@ expect 1 "vocab.*abc.*not a whole number" $te --load "$d/vocab_abc.safetensors"
 expect 1 "vocab.*out of range" $te --load "$d/vocab_huge.safetensors"
 expect 1 "vocab.*out of range" $te --load "$d/vocab_negative.safetensors"
 expect 1 "task.*foo.*not a task" $te --load "$d/task_foo.safetensors"
-expect 1 "positional.*alibi" $te --load "$d/positional_bad.safetensors"
+expect 1 "positional.*t5" $te --load "$d/positional_bad.safetensors"
 expect 1 "inconsistent metadata.*lengths" $te --load "$d/lengths_swapped.safetensors"
 expect 1 "no 'task'" $te --load "$d/no_task.safetensors"
 expect 1 "seed.*-1" $te --load "$d/seed_bad.safetensors"
@@ -165,7 +174,8 @@ expect 2 "--load.*directory" $te --load "$good"
 expect 2 "--threads.*out of range" tensor_tour --threads 100000
 expect 2 "--steps.*not a whole number" tensor_tour --steps x
 expect 2 "unknown flag --stesp \(did you mean --steps\?\)" tensor_tour --stesp 5
-expect 2 "unknown flag --out" self_attention --out x
+expect 2 "unknown flag --steps" self_attention --steps 3
+expect 1 "--out '$work/a_file.*cannot make" self_attention --out "$work/a_file"
 expect 2 "unexpected argument 'now'" self_attention now
 expect 2 "--out" positional_encoding --out
 expect 2 "--out.*cannot be empty" attention_graph --out ""

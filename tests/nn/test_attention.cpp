@@ -260,7 +260,7 @@ TEST_CASE("MultiHeadAttention rejects odd rotary heads and bad relative options"
   // The absolute kinds belong to the embeddings, not to attention.
   REQUIRE_THROWS_WITH(sg::nn::MultiHeadAttention(8, 2, 0.0, false, false, {.kind = Positional::learned}),
                       "MultiHeadAttention: positions 'learned' are added to the embeddings, not carried by "
-                      "attention (none, relative or rotary)");
+                      "attention (none, relative, rotary or alibi)");
   sg::nn::TransformerEncoderOptions o = tiny_encoder(sg::nn::Positional::rotary);
   o.num_hiddens = 6;
   o.num_heads = 2;

@@ -66,11 +66,11 @@ TEST_CASE("The sinusoidal table starts as sin 0 = 0 and cos 0 = 1", "[nn][positi
   REQUIRE(p[6 + 3] == Approx(std::cos(1 / std::pow(10000.0, 2.0 / 6))));
 }
 
-TEST_CASE("parse_positional knows all five kinds", "[nn][positions]") {
+TEST_CASE("parse_positional knows all six kinds", "[nn][positions]") {
   using sg::nn::Positional;
   for (Positional kind : {Positional::none, Positional::sinusoidal, Positional::learned, Positional::relative,
-                          Positional::rotary})
+                          Positional::rotary, Positional::alibi})
     REQUIRE(sg::nn::parse_positional(sg::nn::positional_name(kind)) == kind);
-  REQUIRE_THROWS_WITH(sg::nn::parse_positional("alibi"),
-                      "positional encoding 'alibi' is not one of none, sinusoidal, learned, relative, rotary");
+  REQUIRE_THROWS_WITH(sg::nn::parse_positional("t5"),
+                      "positional encoding 't5' is not one of none, sinusoidal, learned, relative, rotary, alibi");
 }
