@@ -80,10 +80,17 @@ const char* automatic_arch_type() {
   return nullptr;
 }
 
-const char* automatic_kernel_name() {
+// Off x86, smallgrad sets nothing and BLIS's own detection stands (on
+// aarch64 it knows the NEON cores: cortexa57, cortexa53, thunderx2,
+// firestorm): then the expected set is BLIS's choice.
+std::string automatic_kernel_name() {
+#if defined(__x86_64__) || defined(__i386__)
   const char* type = automatic_arch_type();
   if (!type) return "generic";
   return type[0] == '0' ? "skx" : "zen3";
+#else
+  return bli_arch_string(bli_arch_query_id());
+#endif
 }
 
 // ---- the automatic count ----

@@ -30,7 +30,8 @@ int num_threads();                // the count in force now
 // the CPU supports (AVX-512 -> skx, AVX2+FMA -> zen3) before BLIS's first call.
 std::string blis_kernels();
 // The kernel set this CPU should use by the rule above ("skx", "zen3" or
-// "generic"); when the user has set BLIS_ARCH_TYPE, the set they asked for.
+// "generic" on x86; off x86 BLIS's own choice, which smallgrad leaves
+// alone); when the user has set BLIS_ARCH_TYPE, the set they asked for.
 std::string expected_blis_kernels();
 
 namespace detail {
