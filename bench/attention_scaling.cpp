@@ -201,21 +201,18 @@ std::string csv(const std::vector<Row>& rows) {
   return o.str();
 }
 
-// log2 of microseconds per token against log2 T (plot.hpp has linear axes
-// only). Per hidden size: the projections, the attention core, and a short
-// vertical stroke at the measured crossover (where the two lines meet).
+// Microseconds per token against T, both on log axes. Per hidden size: the
+// projections, the attention core, and a short vertical stroke at the
+// measured crossover (where the two lines meet).
 std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   std::vector<sg::plot::Series> series;
-  double lo = INFINITY, hi = -INFINITY;
   for (const auto& rows : by_hidden) {
     const std::string h = "H=" + std::to_string(rows[0].hidden);
     sg::plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
     for (const Row& r : rows) {
-      const double x = std::log2(static_cast<double>(r.seq));
-      const double yp = std::log2(us_per_token(r.projections_ms)), ya = std::log2(us_per_token(r.attention_ms));
-      proj.x.push_back(x), proj.y.push_back(yp);
-      attn.x.push_back(x), attn.y.push_back(ya);
-      lo = std::min({lo, yp, ya}), hi = std::max({hi, yp, ya});
+      const double x = static_cast<double>(r.seq);
+      proj.x.push_back(x), proj.y.push_back(us_per_token(r.projections_ms));
+      attn.x.push_back(x), attn.y.push_back(us_per_token(r.attention_ms));
     }
     series.push_back(proj);
     series.push_back(attn);
@@ -223,26 +220,25 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   for (const auto& rows : by_hidden) {
     const std::optional<double> t = crossover(rows);
     if (!t) continue;
-    // The projections' log time at the crossover, interpolated in log T.
+    // The projections' time at the crossover, interpolated in log T and log time.
     const double x = std::log2(*t);
     size_t i = 1;
     while (i + 1 < rows.size() && std::log2(static_cast<double>(rows[i].seq)) < x) ++i;
     const double x0 = std::log2(static_cast<double>(rows[i - 1].seq)), x1 = std::log2(static_cast<double>(rows[i].seq));
     const double y0 = std::log2(us_per_token(rows[i - 1].projections_ms)), y1 = std::log2(us_per_token(rows[i].projections_ms));
-    const double y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    const double y = std::exp2(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
     char name[64];
     std::snprintf(name, sizeof name, "crossover H=%lld: T = %.0f", static_cast<long long>(rows[0].hidden), *t);
-    series.push_back({name, {x, x}, {y - 0.6, y + 0.6}});
+    series.push_back({name, {*t, *t}, {y / 1.6, y * 1.6}});
   }
   sg::plot::LineOptions opt;
   opt.title = "One attention layer, forward + backward, " + std::to_string(kTokens) + " tokens, " +
               std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " (theory: crossover at T = 2H)";
-  opt.xlabel = "log2 of sequence length T (4: T = 16, 10: T = 1024)";
-  opt.ylabel = "log2 of microseconds per token (0: 1 µs, 5: 32 µs)";
-  opt.width = 720, opt.height = 480;
-  // Room above the data for the legend (nine entries, top right).
-  opt.has_ymin = opt.has_ymax = true;
-  opt.ymin = std::floor(lo - 0.5), opt.ymax = std::ceil(hi + 0.8 * (hi - lo));
+  opt.xlabel = "sequence length T (log scale)";
+  opt.ylabel = "microseconds per token (log scale)";
+  opt.width = 900, opt.height = 480;
+  opt.log_x = opt.log_y = true;
+  opt.log_base = 2;
   return sg::plot::line_svg(series, opt);
 }
 

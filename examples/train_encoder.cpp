@@ -30,6 +30,8 @@
 #include "cli.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/plot.hpp"
+#include "nn/position_properties.hpp"
+#include "nn/report.hpp"
 
 namespace {
 
@@ -150,25 +152,100 @@ sg::training::Progress progress_line(const std::string& label) {
   };
 }
 
-// Head 0 of the last block's attention over the first evaluation sequence,
-// cut to its valid length: (len, len).
-std::vector<std::vector<double>> attention_map(sg::training::Model& model, const Config& c) {
-  const sg::training::EvalSet set = sg::training::make_eval_set(c, c.min_len, c.max_len, 1);
-  const sg::training::Batch& b = set.batches[0];
-  {
-    sg::NoGradGuard no_grad;
-    model.eval();
-    model.forward(b.ids, b.valid_lens);
+// Attention is recorded before training, at 1/8 and 1/2 of the steps, and
+// at the end (0, 100, 400, 800 for 800 steps), so the report shows it form.
+std::vector<int64_t> record_steps(int64_t steps) {
+  std::vector<int64_t> at = {0, steps / 8, steps / 2, steps};
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  return at;
+}
+
+// The settings of a run as a Markdown table (settings.md, the report's first section).
+std::string settings_md(const Config& c, const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::ostringstream o;
+  o << "| setting | value |\n|---|---|\n";
+  for (const auto& [k, v] : extra) o << "| " << k << " | " << v << " |\n";
+  for (const IntSetting& s : kIntSettings) o << "| " << flag_of(s.key) << " | " << c.*s.member << " |\n";
+  o << "| --steps | " << c.steps << " |\n| --batch | " << c.batch << " |\n| --lr | " << c.lr << " |\n| --schedule | "
+    << c.schedule << " |\n| --warmup | " << c.warmup << " |\n| --min-lr | " << c.min_lr << " |\n| --weight-decay | "
+    << c.weight_decay << " |\n| --clip | " << c.clip << " |\n| --dropout | " << c.dropout << " |\n| --pre-norm | "
+    << (c.pre_norm ? "yes" : "no") << " |\n| --eval-every | " << c.eval_every << " |\n| attention recorded at steps | ";
+  for (size_t i = 0; i < c.record_attention_at.size(); ++i) o << (i ? ", " : "") << c.record_attention_at[i];
+  o << " |\n| threads | " << sg::num_threads() << " |\n";
+  return o.str();
+}
+
+// d2l's show_heatmaps: every head (columns) of every block (rows) over the
+// first example sequence, at the last recorded step, its tokens on the axes.
+std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c, const std::string& title) {
+  if (rec.snapshots.empty()) sg::fail("train_encoder: no attention was recorded to plot");
+  const auto& snap = rec.snapshots.back();
+  const int64_t T = rec.examples.ids.shape()[1], len = rec.examples.valid_lens.to_vector<int64_t>()[0];
+  const std::vector<int64_t> ids = rec.examples.ids.to_vector<int64_t>();
+  std::vector<std::string> tokens;
+  for (int64_t t = 0; t < len; ++t) tokens.push_back(std::to_string(ids[static_cast<size_t>(t)]));
+  std::vector<std::string> maps;
+  for (size_t b = 0; b < snap.blocks.size(); ++b)
+    for (int64_t h = 0; h < c.heads; ++h) {
+      std::vector<std::vector<double>> rows(static_cast<size_t>(len));
+      for (int64_t q = 0; q < len; ++q)
+        for (int64_t k = 0; k < len; ++k)
+          rows[static_cast<size_t>(q)].push_back(snap.blocks[b][static_cast<size_t>((h * T + q) * T + k)]);
+      sg::plot::HeatmapOptions ho;
+      ho.title = "block " + std::to_string(b) + ", head " + std::to_string(h);
+      ho.xlabel = "key token";
+      ho.ylabel = "query token";
+      ho.colorbar_label = "attention weight";
+      ho.xticklabels = ho.yticklabels = tokens;
+      ho.width = 300, ho.height = 270;
+      maps.push_back(sg::plot::heatmap_svg(rows, ho));
+    }
+  return sg::plot::grid_svg(maps, static_cast<int>(std::min<int64_t>(c.heads, 4)),
+                            title + ": attention at step " + std::to_string(snap.step) + ", sequence 0 (length " +
+                                std::to_string(len) + ")");
+}
+
+// The similarity of an encoding's position vectors (position_properties.hpp).
+std::string positions_heatmap(const sg::training::PositionView& v, const Config& c) {
+  if (v.similarity.empty()) {  // none: an empty figure that says so
+    sg::plot::LineOptions lo;
+    lo.title = "none: no position vectors";
+    lo.xlabel = "position j";
+    lo.ylabel = "position i";
+    lo.width = 330, lo.height = 300;
+    lo.legend = false;
+    return sg::plot::line_svg({}, lo);
   }
-  const std::vector<sg::Tensor> maps = model.encoder->attention_weights();
-  if (maps.empty()) sg::fail("train_encoder: the model has no attention blocks to plot");
-  const sg::Tensor w = maps.back();  // (B, heads, T, T)
-  const int64_t T = w.shape()[2], len = b.valid_lens.to_vector<int64_t>()[0];
-  const std::vector<float> v = w.to_vector<float>();
-  std::vector<std::vector<double>> rows(static_cast<size_t>(len));
-  for (int64_t q = 0; q < len; ++q)
-    for (int64_t k = 0; k < len; ++k) rows[static_cast<size_t>(q)].push_back(v[static_cast<size_t>(q * T + k)]);
-  return rows;
+  sg::plot::HeatmapOptions ho;
+  ho.title = v.what;
+  ho.xlabel = "position j";
+  ho.ylabel = "position i";
+  ho.colorbar_label = c.positional == sg::nn::Positional::relative ? "cosine similarity to offset 0" : "cosine similarity";
+  ho.width = 330, ho.height = 300;
+  return sg::plot::heatmap_svg(v.similarity, ho);
+}
+
+// A single run's curves: the loss of every step with the evaluations' and
+// the accuracies, side by side (as d2l's Animator shows them).
+std::string run_curves_svg(const Result& r, const std::string& title) {
+  sg::plot::Series step_loss{"training batch (every step)", {0.0}, {r.curve.at(0).loss}};
+  for (size_t i = 0; i < r.step_loss.size(); ++i)
+    step_loss.x.push_back(static_cast<double>(i + 1)), step_loss.y.push_back(r.step_loss[i]);
+  sg::plot::Series train{"training batch", {}, {}}, eval{"evaluation set", {}, {}};
+  for (const auto& p : r.curve) {
+    train.x.push_back(static_cast<double>(p.step)), train.y.push_back(p.train_acc);
+    eval.x.push_back(static_cast<double>(p.step)), eval.y.push_back(p.eval_acc);
+  }
+  sg::plot::LineOptions lo;
+  lo.title = "loss";
+  lo.xlabel = "step";
+  lo.ylabel = "cross-entropy";
+  lo.width = 470;
+  const std::string loss = sg::plot::line_svg({step_loss}, lo);
+  lo.title = "accuracy";
+  lo.ylabel = "accuracy (training lengths)";
+  lo.has_ymin = lo.has_ymax = true;
+  return sg::plot::grid_svg({loss, sg::plot::line_svg({train, eval}, lo)}, 2, title);
 }
 
 std::string curve_csv(const Result& r) {
@@ -184,8 +261,13 @@ int run_one(Config c, const std::string& out_root) {
   const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
   // The folder is checked before training; the files move in when all are written.
   examples::Outputs out(out_root + "/" + name, "--out");
-  const char* files[] = {"curve.csv", "curve.svg", "attention.svg", "checkpoint.safetensors"};
+  const char* files[] = {"settings.md", "curve.csv", "curve.svg", "attention.svg", "attention.json", "positions.md",
+                         "positions.svg", "checkpoint.safetensors", "report.html"};
   for (const char* f : files) out.expect(f);
+  c.record_attention_at = record_steps(c.steps);
+  // First, so that the report knows every later file as this run's.
+  out.write("settings.md", settings_md(c, {{"task", c.task}, {"positional", sg::nn::positional_name(c.positional)},
+                                           {"--seed", std::to_string(c.seed)}}));
   sg::manual_seed(c.seed);
   sg::training::Model model(c);
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
@@ -193,27 +275,25 @@ int run_one(Config c, const std::string& out_root) {
                                                 : std::to_string(sg::num_threads()) + " threads")
             << ", lengths " << c.min_len << ".." << c.max_len << "\n";
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
+  const std::string title = c.task + ", " + sg::nn::positional_name(c.positional) + ", seed " + std::to_string(c.seed);
   out.write("curve.csv", curve_csv(r));
-  sg::plot::LineOptions lo;
-  lo.title = c.task + ", " + sg::nn::positional_name(c.positional);
-  lo.xlabel = "step";
-  lo.ylabel = "accuracy";
-  lo.has_ymin = lo.has_ymax = true;
-  sg::plot::Series s{"eval accuracy", {}, {}};
-  for (const auto& p : r.curve) s.x.push_back(static_cast<double>(p.step)), s.y.push_back(p.eval_acc);
-  out.write("curve.svg", sg::plot::line_svg({s}, lo));
-  sg::plot::HeatmapOptions ho;
-  ho.xlabel = "Key position";
-  ho.ylabel = "Query position";
-  ho.has_range = true;
-  out.write("attention.svg", sg::plot::heatmap_svg(attention_map(model, c), ho));
+  out.write("curve.svg", run_curves_svg(r, title));
+  out.write("attention.svg", heads_svg(r.attention, c, title));
+  out.write("attention.json", sg::report::attention_json(
+                                  {{c.task, sg::nn::positional_name(c.positional), c.seed, c.heads, r.attention}}));
+  const sg::training::PositionView view = sg::training::view_positions(model, c, r.acc_longer);
+  out.write("positions.md", sg::training::properties_table({{c.task, view}}));
+  out.write("positions.svg", positions_heatmap(view, c));
   sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
   out.commit();
+  const std::string report = sg::report::write_report(out.dir(), "train_encoder: " + title);
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
             << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
-            << "/{curve.csv,curve.svg,attention.svg,checkpoint.safetensors}\n";
+            << "/{settings.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,positions.svg,"
+               "checkpoint.safetensors}\nreport: "
+            << report << "\n";
   return 0;
 }
 
@@ -291,8 +371,20 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
   // Nothing is written until every run is done: an interrupted comparison
   // leaves the last complete table, CSV and plots as they were.
   examples::Outputs out(out_root + "/compare", "--out");
-  out.expect("results.md");
-  out.expect("results.csv");
+  for (const char* f : {"settings.md", "results.md", "results.csv", "attention.json", "positions.md", "report.html"})
+    out.expect(f);
+  base.record_attention_at = record_steps(base.steps);
+  {
+    std::string task_list, kind_list;
+    for (const auto& t : tasks) task_list += (task_list.empty() ? "" : ", ") + t;
+    for (auto k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + std::string(sg::nn::positional_name(k));
+    // First, so that the report knows every later file as this comparison's.
+    out.write("settings.md", settings_md(base, {{"--tasks", task_list}, {"--positionals", kind_list},
+                                                {"--seeds", std::to_string(seeds) + " (from --seed " +
+                                                                std::to_string(base.seed) + ")"}}));
+  }
+  std::vector<sg::report::RunAttention> recorded;
+  std::vector<std::pair<std::string, sg::training::PositionView>> views;
   std::ostringstream csv;
   csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds\n";
   std::ostringstream table;
@@ -304,8 +396,10 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
   int64_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves;
+    std::vector<std::string> position_maps;
     for (sg::nn::Positional kind : kinds) {
       std::vector<double> acc, longer, secs, reached;
+      // The mean over seeds, with a band from the lowest to the highest seed.
       sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
         Config c = base;
@@ -328,17 +422,21 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         secs.push_back(r.seconds);
         if (r.steps_to_95 >= 0) reached.push_back(static_cast<double>(r.steps_to_95));
         for (size_t i = 0; i < r.curve.size(); ++i) {
-          if (s == 0) mean_curve.x.push_back(static_cast<double>(r.curve[i].step)), mean_curve.y.push_back(0);
-          mean_curve.y[i] += r.curve[i].eval_acc / static_cast<double>(seeds);
+          const double y = r.curve[i].eval_acc;
+          if (s == 0) {
+            mean_curve.x.push_back(static_cast<double>(r.curve[i].step)), mean_curve.y.push_back(0);
+            mean_curve.lo.push_back(y), mean_curve.hi.push_back(y);
+          }
+          mean_curve.y[i] += y / static_cast<double>(seeds);
+          mean_curve.lo[i] = std::min(mean_curve.lo[i], y), mean_curve.hi[i] = std::max(mean_curve.hi[i], y);
         }
-        if (s == 0) {  // attention of one sample, first seed
-          sg::plot::HeatmapOptions ho;
-          ho.title = task + ", " + sg::nn::positional_name(kind);
-          ho.xlabel = "Key position";
-          ho.ylabel = "Query position";
-          ho.has_range = true;
+        recorded.push_back({task, sg::nn::positional_name(kind), c.seed, c.heads, r.attention});
+        if (s == 0) {  // every head of the first seed, and its positions
           plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
-                             sg::plot::heatmap_svg(attention_map(model, c), ho));
+                             heads_svg(r.attention, c, task + ", " + sg::nn::positional_name(kind) + ", seed " +
+                                                           std::to_string(c.seed)));
+          views.emplace_back(task, sg::training::view_positions(model, c, r.acc_longer));
+          position_maps.push_back(positions_heatmap(views.back().second, c));
         }
       }
       curves.push_back(mean_curve);
@@ -353,19 +451,29 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
             << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
     }
     sg::plot::LineOptions lo;
-    lo.title = "task: " + task + " (mean of " + std::to_string(seeds) + " seeds)";
+    lo.title = "task: " + task + (seeds > 1 ? " (mean of " + std::to_string(seeds) + " seeds; band: lowest to highest)"
+                                            : " (1 seed)");
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
+    lo.width = 720, lo.height = 320;
     plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
+    plots.emplace_back("positions_" + task + ".svg",
+                       sg::plot::grid_svg(position_maps, 3, "positions after training on " + task +
+                                                                ": similarity of position i and position j"));
   }
   for (const auto& [name, svg] : plots) out.write(name, svg);
   out.write("results.csv", csv.str());
   out.write("results.md", table.str());
+  out.write("attention.json", sg::report::attention_json(recorded));
+  out.write("positions.md", sg::training::properties_table(views));
   out.commit();
+  const std::string report = sg::report::write_report(out.dir(), "train_encoder --compare");
   std::cout << "\n" << table.str() << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
             << " steps each)\nwrote " << out.dir()
-            << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg\n";
+            << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg, positions_<task>.svg, "
+               "positions.md, attention.json, settings.md\nreport: "
+            << report << "\n";
   return 0;
 }
 

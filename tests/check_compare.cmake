@@ -1,6 +1,8 @@
 # Checks what `train_encoder --compare --tasks shift,count --seeds 2` wrote in DIR:
-# the table and CSV have a row per run, and every plot is an SVG.
-set(files results.md results.csv curves_shift.svg curves_count.svg)
+# the table and CSV have a row per run, every plot is an SVG, and the report
+# and the data it is built from are there.
+set(files results.md results.csv curves_shift.svg curves_count.svg positions_shift.svg positions_count.svg
+    settings.md positions.md attention.json report.html)
 foreach(task shift count)
   foreach(kind none sinusoidal learned relative rotary)
     list(APPEND files attention_${task}_${kind}.svg)
