@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -152,6 +153,11 @@ sg::training::Progress progress_line(const std::string& label) {
   };
 }
 
+// file:///... of a path, to paste into a browser.
+std::string file_url(const std::string& path) {
+  return "file://" + std::filesystem::absolute(path).lexically_normal().string();
+}
+
 // Attention is recorded before training, at 1/8 and 1/2 of the steps, and
 // at the end (0, 100, 400, 800 for 800 steps), so the report shows it form.
 std::vector<int64_t> record_steps(int64_t steps) {
@@ -228,7 +234,7 @@ std::string positions_heatmap(const sg::training::PositionView& v, const Config&
 // A single run's curves: the loss of every step with the evaluations' and
 // the accuracies, side by side (as d2l's Animator shows them).
 std::string run_curves_svg(const Result& r, const std::string& title) {
-  sg::plot::Series step_loss{"training batch (every step)", {0.0}, {r.curve.at(0).loss}};
+  sg::plot::Series step_loss{"training batch", {0.0}, {r.curve.at(0).loss}};
   for (size_t i = 0; i < r.step_loss.size(); ++i)
     step_loss.x.push_back(static_cast<double>(i + 1)), step_loss.y.push_back(r.step_loss[i]);
   sg::plot::Series train{"training batch", {}, {}}, eval{"evaluation set", {}, {}};
@@ -239,9 +245,12 @@ std::string run_curves_svg(const Result& r, const std::string& title) {
   sg::plot::LineOptions lo;
   lo.title = "loss";
   lo.xlabel = "step";
-  lo.ylabel = "cross-entropy";
-  lo.width = 470;
+  lo.ylabel = "cross-entropy (training batch)";
+  lo.width = 420;
+  lo.legend = false;  // one line, named by its axis
   const std::string loss = sg::plot::line_svg({step_loss}, lo);
+  lo.legend = true;
+  lo.width = 520;
   lo.title = "accuracy";
   lo.ylabel = "accuracy (training lengths)";
   lo.has_ymin = lo.has_ymax = true;
@@ -261,7 +270,7 @@ int run_one(Config c, const std::string& out_root) {
   const std::string name = c.task + "_" + sg::nn::positional_name(c.positional) + "_seed" + std::to_string(c.seed);
   // The folder is checked before training; the files move in when all are written.
   examples::Outputs out(out_root + "/" + name, "--out");
-  const char* files[] = {"settings.md", "curve.csv", "curve.svg", "attention.svg", "attention.json", "positions.md",
+  const char* files[] = {"settings.md", "results.md", "curve.csv", "curve.svg", "attention.svg", "attention.json", "positions.md",
                          "positions.svg", "checkpoint.safetensors", "report.html"};
   for (const char* f : files) out.expect(f);
   c.record_attention_at = record_steps(c.steps);
@@ -276,6 +285,13 @@ int run_one(Config c, const std::string& out_root) {
             << ", lengths " << c.min_len << ".." << c.max_len << "\n";
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
   const std::string title = c.task + ", " + sg::nn::positional_name(c.positional) + ", seed " + std::to_string(c.seed);
+  out.write("results.md", "| task | positional | seed | accuracy, training lengths " + std::to_string(c.min_len) + "-" +
+                              std::to_string(c.max_len) + " | accuracy, longer " + std::to_string(c.eval_min_len) + "-" +
+                              std::to_string(c.eval_max_len) + " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|\n| " +
+                              c.task + " | " + sg::nn::positional_name(c.positional) + " | " + std::to_string(c.seed) +
+                              " | " + fmt("%.3f", r.acc_train_lengths) + " | " + fmt("%.3f", r.acc_longer) + " | " +
+                              (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) + " | " +
+                              fmt("%.1f", r.seconds) + " |\n");
   out.write("curve.csv", curve_csv(r));
   out.write("curve.svg", run_curves_svg(r, title));
   out.write("attention.svg", heads_svg(r.attention, c, title));
@@ -291,9 +307,9 @@ int run_one(Config c, const std::string& out_root) {
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
             << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
-            << "/{settings.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,positions.svg,"
+            << "/{settings.md,results.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,positions.svg,"
                "checkpoint.safetensors}\nreport: "
-            << report << "\n";
+            << report << "  (open it in a browser: " << file_url(report) << ")\n";
   return 0;
 }
 
@@ -473,7 +489,7 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
             << " steps each)\nwrote " << out.dir()
             << "/results.md, results.csv, curves_<task>.svg, attention_<task>_<encoding>.svg, positions_<task>.svg, "
                "positions.md, attention.json, settings.md\nreport: "
-            << report << "\n";
+            << report << "  (open it in a browser: " << file_url(report) << ")\n";
   return 0;
 }
 

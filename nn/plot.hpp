@@ -296,10 +296,11 @@ inline std::string heatmap_svg(const std::vector<std::vector<double>>& rows, con
   if (!(cell > 0)) throw std::invalid_argument("heatmap_svg: a figure of " + std::to_string(opt.width) + " x " +
                                                std::to_string(opt.height) + " leaves no room for the cells");
   const double pw = cell * static_cast<double>(nc), ph = cell * static_cast<double>(nr);
-  const double width = left + pw + right, height = top + ph + bottom;
+  // Wide enough for the title, however few the cells.
+  const double width = std::max(left + pw + right, text_width(opt.title, 13) + 16), height = top + ph + bottom;
   std::ostringstream o;
   header(o, width, height);
-  if (!opt.title.empty()) text(o, (left + pw + right) / 2, 20, opt.title, "middle", 0, 13);
+  if (!opt.title.empty()) text(o, width / 2, 20, opt.title, "middle", 0, 13);
   bool hatch = false;
   for (const auto& r : rows)
     for (double v : r) hatch = hatch || !std::isfinite(v);
@@ -339,7 +340,7 @@ inline std::string heatmap_svg(const std::vector<std::vector<double>>& rows, con
   o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << num(bw) << "\" height=\"" << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n";
   for (double t : ticks(lo, hi, 4))
     text(o, bx + bw + 4, top + (1 - (t - lo) / (hi - lo)) * ph + 4, num(t), "start");
-  if (!opt.colorbar_label.empty()) text(o, width - 8, top + ph / 2, opt.colorbar_label, "middle", -90);
+  if (!opt.colorbar_label.empty()) text(o, left + pw + right - 8, top + ph / 2, opt.colorbar_label, "middle", -90);
   o << "</svg>\n";
   return o.str();
 }

@@ -129,9 +129,9 @@ inline PositionView view_positions(const Model& model, const Config& c, double a
       v.similarity[static_cast<size_t>(i)][static_cast<size_t>(j)] =
           absolute ? cosine(V[static_cast<size_t>(i)], V[static_cast<size_t>(j)])
                    : cosine(V[static_cast<size_t>(std::clamp(j - i, -k, k) + k)], V[static_cast<size_t>(k)]);
-  v.what = c.positional == sg::nn::Positional::rotary     ? "rotary: effective relative kernel cos((i-j) theta), averaged"
-           : c.positional == sg::nn::Positional::relative ? "relative: key vector of offset j-i vs offset 0 (block 0)"
-                                                          : v.encoding + ": cosine similarity of P_i and P_j";
+  v.what = c.positional == sg::nn::Positional::rotary     ? "rotary: effective kernel (R_i u).(R_j u)"
+           : c.positional == sg::nn::Positional::relative ? "relative: a_(j-i) against a_0, block 0"
+                                                          : v.encoding + ": P_i against P_j";
   // 1. A unique code per position: the closest two positions' vectors.
   if (absolute) {
     double closest = INFINITY, mean_norm = 0;
@@ -166,7 +166,7 @@ inline PositionView view_positions(const Model& model, const Config& c, double a
   // 4. Bounded: the largest value far past the training lengths, where there is a far.
   if (c.positional == sg::nn::Positional::sinusoidal) {
     sg::nn::PositionalEncoding far(c.hidden, 0.0, 10000);
-    v.bounded = fmt("yes: max |P| = %.3f over 10000 positions", max_abs(rows_of(far.P, 10000, c.hidden)));
+    v.bounded = fmt("yes: largest abs(P) %.3f over 10000 positions", max_abs(rows_of(far.P, 10000, c.hidden)));
   } else if (c.positional == sg::nn::Positional::rotary) {
     const int64_t dh = c.hidden / c.heads;
     const Rows r = rotations(10000, dh);
@@ -174,9 +174,9 @@ inline PositionView view_positions(const Model& model, const Config& c, double a
     for (const auto& row : r) worst = std::max(worst, std::fabs(std::sqrt(dot(row, row) / static_cast<double>(dh)) - 1));
     v.bounded = fmt("yes: rotations keep norms (off by at most %.1e) over 10000 positions", worst);
   } else if (c.positional == sg::nn::Positional::learned) {
-    v.bounded = fmt("only within its table: max |P| = %.3f, ", max_abs(V)) + "no vector past position " + std::to_string(n - 1);
+    v.bounded = fmt("only within its table: largest abs(P) %.3f, ", max_abs(V)) + "no vector past position " + std::to_string(n - 1);
   } else {
-    v.bounded = fmt("yes: offsets are clipped, max |a| = %.3f", max_abs(V));
+    v.bounded = fmt("yes: offsets are clipped, largest abs(a) %.3f", max_abs(V));
   }
   // 5. Deterministic: the encoding of two freshly built models, other seeds.
   sg::manual_seed(1001);

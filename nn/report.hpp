@@ -381,8 +381,8 @@ inline std::string build_report(const std::string& folder, const std::string& ti
     for (const char* c : {"task", "encoding", "seed", "step", "sequence", "block", "head"})
       o << "<label>" << c << " <select id=\"x-" << c << "\"></select></label>\n";
     o << "<label><input type=\"checkbox\" id=\"x-own\" checked> colours over this map's own range</label>\n</div>\n"
-      << "<div id=\"x-title\"></div><div id=\"x-sequence-text\"></div><div id=\"x-map\"></div>\n"
-      << "<h3>Every head of every block</h3>\n<div id=\"x-grid\"></div>\n";
+      << "<div id=\"x-title\"></div><div id=\"x-sequence-text\"></div>\n<div class=\"figures\"><div id=\"x-map\"></div>\n"
+      << "<div><h3>Every head of every block</h3>\n<div id=\"x-grid\"></div></div></div>\n";
   } else {
     o << "<p class=\"note\">no attention.json in this folder</p>\n";
   }

@@ -28,7 +28,7 @@ TEST_CASE("sinusoidal positions: unique, consistent, bounded, deterministic", "[
   CHECK(v.similarity[1][3] == Approx(want).margin(1e-5));
   CHECK(v.unique.rfind("yes", 0) == 0);
   CHECK(v.consistent.rfind("yes", 0) == 0);
-  CHECK(v.bounded.rfind("yes: max |P| = 1.000", 0) == 0);
+  CHECK(v.bounded.rfind("yes: largest abs(P) 1.000", 0) == 0);
   CHECK(v.deterministic.rfind("yes", 0) == 0);
   CHECK(v.longer.find("accuracy 0.500 on lengths 13-16") != std::string::npos);
 }
