@@ -8,6 +8,7 @@
 //                                       rotary positions on every task, several
 //                                       seeds: table and plots
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
+//   train_encoder --report out/compare  rewrite a folder's report.html from its files
 //
 // The tasks and the training loop are in nn/encoder_training.hpp.
 //
@@ -211,17 +212,9 @@ std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c,
                                 std::to_string(len) + ")");
 }
 
-// The similarity of an encoding's position vectors (position_properties.hpp).
+// The similarity of an encoding's position vectors (position_properties.hpp);
+// none has none to show (positions.md says so).
 std::string positions_heatmap(const sg::training::PositionView& v, const Config& c) {
-  if (v.similarity.empty()) {  // none: an empty figure that says so
-    sg::plot::LineOptions lo;
-    lo.title = "none: no position vectors";
-    lo.xlabel = "position j";
-    lo.ylabel = "position i";
-    lo.width = 330, lo.height = 300;
-    lo.legend = false;
-    return sg::plot::line_svg({}, lo);
-  }
   sg::plot::HeatmapOptions ho;
   ho.title = v.what;
   ho.xlabel = "position j";
@@ -299,7 +292,7 @@ int run_one(Config c, const std::string& out_root) {
                                   {{c.task, sg::nn::positional_name(c.positional), c.seed, c.heads, r.attention}}));
   const sg::training::PositionView view = sg::training::view_positions(model, c, r.acc_longer);
   out.write("positions.md", sg::training::properties_table({{c.task, view}}));
-  out.write("positions.svg", positions_heatmap(view, c));
+  if (!view.similarity.empty()) out.write("positions.svg", positions_heatmap(view, c));
   sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
   out.commit();
   const std::string report = sg::report::write_report(out.dir(), "train_encoder: " + title);
@@ -307,8 +300,8 @@ int run_one(Config c, const std::string& out_root) {
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
             << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
-            << "/{settings.md,results.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,positions.svg,"
-               "checkpoint.safetensors}\nreport: "
+            << "/{settings.md,results.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,"
+               "positions.svg (not for none),checkpoint.safetensors}\nreport: "
             << report << "  (open it in a browser: " << file_url(report) << ")\n";
   return 0;
 }
@@ -452,7 +445,7 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
                              heads_svg(r.attention, c, task + ", " + sg::nn::positional_name(kind) + ", seed " +
                                                            std::to_string(c.seed)));
           views.emplace_back(task, sg::training::view_positions(model, c, r.acc_longer));
-          position_maps.push_back(positions_heatmap(views.back().second, c));
+          if (!views.back().second.similarity.empty()) position_maps.push_back(positions_heatmap(views.back().second, c));
         }
       }
       curves.push_back(mean_curve);
@@ -474,9 +467,10 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
     lo.has_ymin = lo.has_ymax = true;
     lo.width = 720, lo.height = 320;
     plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
-    plots.emplace_back("positions_" + task + ".svg",
-                       sg::plot::grid_svg(position_maps, 3, "positions after training on " + task +
-                                                                ": similarity of position i and position j"));
+    if (!position_maps.empty())
+      plots.emplace_back("positions_" + task + ".svg",
+                         sg::plot::grid_svg(position_maps, 3, "positions after training on " + task +
+                                                                  ": similarity of position i and position j"));
   }
   for (const auto& [name, svg] : plots) out.write(name, svg);
   out.write("results.csv", csv.str());
@@ -517,6 +511,12 @@ int main(int argc, char** argv) {
   CLI::Option* compare_opt = app.add_flag("--compare", do_compare,
                                           "train every encoding of --positionals on every task of --tasks, "
                                           "--seeds seeds each; writes <out>/compare/");
+  std::string report_dir;
+  CLI::Option* report_opt =
+      app.add_option("--report", report_dir,
+                     "rewrite FOLDER/report.html from the files in FOLDER (an earlier run's or --compare's "
+                     "output, with any tables added since); trains nothing")
+          ->check(CLI::ExistingDirectory);
   CLI::Option* load_opt =
       app.add_option("--load", load, "evaluate a checkpoint written by an earlier run (writes nothing)")
           ->check(CLI::ExistingFile);
@@ -574,13 +574,21 @@ int main(int argc, char** argv) {
   // Contradictions CLI11 reports itself, naming both flags.
   CLI::Option* out_opt = app.get_option("--out");
   load_opt->excludes(out_opt);
-  for (CLI::Option* o : training) load_opt->excludes(o);
+  for (CLI::Option* o : training) load_opt->excludes(o), report_opt->excludes(o);
+  report_opt->excludes(out_opt);
+  report_opt->excludes(load_opt);
   for (CLI::Option* o : {tasks_opt, positionals_opt, seeds_opt}) o->needs(compare_opt);
   for (CLI::Option* o : {task_opt, positional_opt}) o->excludes(compare_opt);
 
   return examples::run(app, argc, argv, [&]() -> int {
     examples::apply_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
+    if (!report_dir.empty()) {
+      const std::string path = sg::report::write_report(
+          report_dir, "train_encoder: " + std::filesystem::absolute(report_dir).lexically_normal().filename().string());
+      std::cout << "report: " << path << "  (open it in a browser: " << file_url(path) << ")\n";
+      return 0;
+    }
     c.seed = static_cast<uint64_t>(seed);
     c.positional = sg::nn::parse_positional(positional);
     // Flags that apply to one task or encoding only must meet it.

@@ -296,7 +296,10 @@ inline const char* explorer_js() {
   }));
   $('x-own').addEventListener('change', draw);
   refill();
-  $('x-step').value = String(run().snapshots.length - 1);  // the trained model first
+  // First the trained model, on the longest example sequence.
+  const r0 = run();
+  $('x-step').value = String(r0.snapshots.length - 1);
+  $('x-sequence').value = String(r0.sequences.reduce((best, s, i) => (s.valid_len > r0.sequences[best].valid_len ? i : best), 0));
   draw();
 })();
 )JS";

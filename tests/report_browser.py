@@ -255,8 +255,9 @@ def check_report(dt, folder, shots, name):
     png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
     open(os.path.join(shots, name + "_page.png"), "wb").write(base64.b64decode(png))
     box = dt.eval("(() => { const a = document.getElementById('attention').getBoundingClientRect();"
-                  " const g = document.getElementById('x-grid').getBoundingClientRect();"
-                  " return {x: 0, y: a.top + scrollY - 10, w: 1300, h: g.bottom - a.top + 20}; })()")
+                  " const g = Math.max(document.getElementById('x-grid').getBoundingClientRect().bottom,"
+                  "                    document.getElementById('x-map').getBoundingClientRect().bottom);"
+                  " return {x: 0, y: a.top + scrollY - 10, w: 1300, h: g - a.top + 20}; })()")
     png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
                   clip={"x": box["x"], "y": box["y"], "width": box["w"], "height": box["h"], "scale": 1})["data"]
     open(os.path.join(shots, name + "_explorer.png"), "wb").write(base64.b64decode(png))
