@@ -49,6 +49,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -242,9 +243,35 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   return sg::plot::line_svg(series, opt);
 }
 
+// The rows of a CSV written by csv(), grouped by hidden size as measured.
+std::vector<std::vector<Row>> read_csv(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read '" + path + "'");
+  std::string line;
+  std::getline(f, line);  // the header
+  std::vector<std::vector<Row>> by_hidden;
+  for (int n = 2; std::getline(f, line); ++n) {
+    std::vector<double> v;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) v.push_back(std::strtod(cell.c_str(), nullptr));
+    if (v.size() != 14) throw std::runtime_error("'" + path + "' line " + std::to_string(n) + " has " +
+                                                 std::to_string(v.size()) + " fields, not 14");
+    const Row r{static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]),
+                static_cast<int64_t>(v[3]), v[5], v[6], v[7], v[9] * 1e9, v[10] * 1e9};
+    if (by_hidden.empty() || by_hidden.back()[0].hidden != r.hidden) by_hidden.emplace_back();
+    by_hidden.back().push_back(r);
+  }
+  if (by_hidden.empty()) throw std::runtime_error("'" + path + "' has no rows");
+  return by_hidden;
+}
+
 // Usage on stdout for --help (status 0), on stderr for a bad flag (status 2).
 int usage(const char* argv0, int status) {
-  std::fprintf(status ? stderr : stdout, "usage: %s [--threads N] [--reps N] [--out DIR]\n", argv0);
+  std::fprintf(status ? stderr : stdout,
+               "usage: %s [--threads N] [--reps N] [--out DIR]\n"
+               "       %s --replot DIR/attention_scaling.csv [--threads N]   (redraw the SVG of earlier measurements,\n"
+               "       N the thread count they were measured with)\n",
+               argv0, argv0);
   return status;
 }
 
@@ -252,7 +279,7 @@ int usage(const char* argv0, int status) {
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 7;
-  std::string out = ".";
+  std::string out = ".", replot;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -267,11 +294,19 @@ int main(int argc, char** argv) {
       (arg == "--threads" ? threads : reps) = static_cast<int>(n);
     } else if (arg == "--out" && *v != '\0') {
       out = v;
+    } else if (arg == "--replot" && *v != '\0') {
+      replot = v;
     } else {
       return usage(argv[0], 2);
     }
   }
   try {
+    if (!replot.empty()) {
+      const std::string svg_path = std::filesystem::path(replot).replace_extension(".svg").string();
+      sg::plot::write_file(svg_path, svg(read_csv(replot), threads ? threads : 1));
+      std::printf("wrote %s from %s\n", svg_path.c_str(), replot.c_str());
+      return 0;
+    }
     if (threads) sg::set_num_threads(threads);
     std::printf("MultiHeadAttention forward + backward, float32, %lld tokens (batch * seq), head dim %lld, "
                 "%d threads, median of %d\n",

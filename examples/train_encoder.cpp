@@ -183,21 +183,23 @@ std::string settings_md(const Config& c, const std::vector<std::pair<std::string
 }
 
 // d2l's show_heatmaps: every head (columns) of every block (rows) over the
-// first example sequence, at the last recorded step, its tokens on the axes.
+// longest example sequence, at the last recorded step, its tokens on the axes.
 std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c, const std::string& title) {
   if (rec.snapshots.empty()) sg::fail("train_encoder: no attention was recorded to plot");
   const auto& snap = rec.snapshots.back();
-  const int64_t T = rec.examples.ids.shape()[1], len = rec.examples.valid_lens.to_vector<int64_t>()[0];
+  const int64_t T = rec.examples.ids.shape()[1];
+  const std::vector<int64_t> lens = rec.examples.valid_lens.to_vector<int64_t>();
+  const int64_t seq = std::max_element(lens.begin(), lens.end()) - lens.begin(), len = lens[static_cast<size_t>(seq)];
   const std::vector<int64_t> ids = rec.examples.ids.to_vector<int64_t>();
   std::vector<std::string> tokens;
-  for (int64_t t = 0; t < len; ++t) tokens.push_back(std::to_string(ids[static_cast<size_t>(t)]));
+  for (int64_t t = 0; t < len; ++t) tokens.push_back(std::to_string(ids[static_cast<size_t>(seq * T + t)]));
   std::vector<std::string> maps;
   for (size_t b = 0; b < snap.blocks.size(); ++b)
     for (int64_t h = 0; h < c.heads; ++h) {
       std::vector<std::vector<double>> rows(static_cast<size_t>(len));
       for (int64_t q = 0; q < len; ++q)
         for (int64_t k = 0; k < len; ++k)
-          rows[static_cast<size_t>(q)].push_back(snap.blocks[b][static_cast<size_t>((h * T + q) * T + k)]);
+          rows[static_cast<size_t>(q)].push_back(snap.blocks[b][static_cast<size_t>(((seq * c.heads + h) * T + q) * T + k)]);
       sg::plot::HeatmapOptions ho;
       ho.title = "block " + std::to_string(b) + ", head " + std::to_string(h);
       ho.xlabel = "key token";
@@ -208,8 +210,8 @@ std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c,
       maps.push_back(sg::plot::heatmap_svg(rows, ho));
     }
   return sg::plot::grid_svg(maps, static_cast<int>(std::min<int64_t>(c.heads, 4)),
-                            title + ": attention at step " + std::to_string(snap.step) + ", sequence 0 (length " +
-                                std::to_string(len) + ")");
+                            title + ": attention at step " + std::to_string(snap.step) + ", sequence " +
+                                std::to_string(seq) + " (length " + std::to_string(len) + ")");
 }
 
 // The similarity of an encoding's position vectors (position_properties.hpp);
