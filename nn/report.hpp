@@ -284,6 +284,20 @@ inline const char* explorer_js() {
       g += '</tr>';
     }
     $('x-grid').innerHTML = g + '</table>';
+    // The picked head at every recorded step: the pattern forming.
+    let f = '<table class="grid"><tr>';
+    r.snapshots.forEach((snap) => { f += '<th>step ' + snap.step + '</th>'; });
+    f += '</tr><tr>';
+    r.snapshots.forEach((snap, i) => {
+      const mm = matrix(r, i, seq, block, head), [l, u] = range(mm, sq.valid_len);
+      f += '<td class="' + (i === step ? 'picked' : '') + '" data-step="' + i + '">' +
+           heatmap(mm, sq, Math.max(5, Math.floor(120 / r.T)), false, l, u, 's' + i) + '</td>';
+    });
+    $('x-steps').innerHTML = f + '</tr></table>';
+    document.querySelectorAll('#x-steps td[data-step]').forEach((td) => td.addEventListener('click', () => {
+      $('x-step').value = td.dataset.step;
+      draw();
+    }));
     document.querySelectorAll('#x-grid td[data-block]').forEach((td) => td.addEventListener('click', () => {
       $('x-block').value = td.dataset.block;
       $('x-head').value = td.dataset.head;
@@ -318,7 +332,8 @@ table.data { font-size: 12px; }
 .explorer-controls label { margin-right: 12px; white-space: nowrap; }
 #x-title { font-weight: bold; margin: 10px 0 4px; }
 #x-sequence-text { font-family: monospace; font-size: 12px; margin: 4px 0 8px; white-space: pre; }
-table.grid td { padding: 2px; cursor: pointer; border: 2px solid transparent; }
+table.grid { border-collapse: separate; border-spacing: 2px; }
+table.grid td { padding: 2px; cursor: pointer; border: 2px solid transparent; line-height: 0; }
 table.grid td.picked { border-color: #d62728; }
 table.grid th { background: none; border: none; font-weight: normal; font-size: 12px; }
 .note { color: #555; font-size: 13px; }
@@ -385,7 +400,8 @@ inline std::string build_report(const std::string& folder, const std::string& ti
       o << "<label>" << c << " <select id=\"x-" << c << "\"></select></label>\n";
     o << "<label><input type=\"checkbox\" id=\"x-own\" checked> colours over this map's own range</label>\n</div>\n"
       << "<div id=\"x-title\"></div><div id=\"x-sequence-text\"></div>\n<div class=\"figures\"><div id=\"x-map\"></div>\n"
-      << "<div><h3>Every head of every block</h3>\n<div id=\"x-grid\"></div></div></div>\n";
+      << "<div><h3>Every head of every block</h3>\n<div id=\"x-grid\"></div>\n"
+      << "<h3>This head through training</h3>\n<div id=\"x-steps\"></div></div></div>\n";
   } else {
     o << "<p class=\"note\">no attention.json in this folder</p>\n";
   }

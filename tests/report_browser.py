@@ -233,6 +233,13 @@ def check_report(dt, folder, shots, name):
     pick("step", len(r0["snapshots"]) - 1)
     pick("sequence", 1)
     state()
+    # The picked head at every recorded step, one map each; a click picks the step.
+    n_steps = dt.eval("document.querySelectorAll('#x-steps td[data-step]').length")
+    if n_steps != len(r0["snapshots"]):
+        fail(f"{name}: {n_steps} maps of the head through training, {len(r0['snapshots'])} steps recorded")
+    dt.eval("document.querySelector('#x-steps td[data-step=\"0\"]').click()")
+    if state()["step"] != 0:
+        fail(f"{name}: clicking the first step's map did not pick step 0")
     # A click on the grid picks that block and head.
     dt.eval("document.querySelector('#x-grid td[data-block=\"0\"][data-head=\"0\"]').click()")
     s = state()
@@ -255,7 +262,7 @@ def check_report(dt, folder, shots, name):
     png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
     open(os.path.join(shots, name + "_page.png"), "wb").write(base64.b64decode(png))
     box = dt.eval("(() => { const a = document.getElementById('attention').getBoundingClientRect();"
-                  " const g = Math.max(document.getElementById('x-grid').getBoundingClientRect().bottom,"
+                  " const g = Math.max(document.getElementById('x-steps').getBoundingClientRect().bottom,"
                   "                    document.getElementById('x-map').getBoundingClientRect().bottom);"
                   " return {x: 0, y: a.top + scrollY - 10, w: 1300, h: g - a.top + 20}; })()")
     png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
