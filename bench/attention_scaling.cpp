@@ -49,6 +49,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -201,21 +202,18 @@ std::string csv(const std::vector<Row>& rows) {
   return o.str();
 }
 
-// log2 of microseconds per token against log2 T (plot.hpp has linear axes
-// only). Per hidden size: the projections, the attention core, and a short
-// vertical stroke at the measured crossover (where the two lines meet).
+// Microseconds per token against T, both on log axes. Per hidden size: the
+// projections, the attention core, and a short vertical stroke at the
+// measured crossover (where the two lines meet).
 std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   std::vector<sg::plot::Series> series;
-  double lo = INFINITY, hi = -INFINITY;
   for (const auto& rows : by_hidden) {
     const std::string h = "H=" + std::to_string(rows[0].hidden);
     sg::plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
     for (const Row& r : rows) {
-      const double x = std::log2(static_cast<double>(r.seq));
-      const double yp = std::log2(us_per_token(r.projections_ms)), ya = std::log2(us_per_token(r.attention_ms));
-      proj.x.push_back(x), proj.y.push_back(yp);
-      attn.x.push_back(x), attn.y.push_back(ya);
-      lo = std::min({lo, yp, ya}), hi = std::max({hi, yp, ya});
+      const double x = static_cast<double>(r.seq);
+      proj.x.push_back(x), proj.y.push_back(us_per_token(r.projections_ms));
+      attn.x.push_back(x), attn.y.push_back(us_per_token(r.attention_ms));
     }
     series.push_back(proj);
     series.push_back(attn);
@@ -223,32 +221,57 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   for (const auto& rows : by_hidden) {
     const std::optional<double> t = crossover(rows);
     if (!t) continue;
-    // The projections' log time at the crossover, interpolated in log T.
+    // The projections' time at the crossover, interpolated in log T and log time.
     const double x = std::log2(*t);
     size_t i = 1;
     while (i + 1 < rows.size() && std::log2(static_cast<double>(rows[i].seq)) < x) ++i;
     const double x0 = std::log2(static_cast<double>(rows[i - 1].seq)), x1 = std::log2(static_cast<double>(rows[i].seq));
     const double y0 = std::log2(us_per_token(rows[i - 1].projections_ms)), y1 = std::log2(us_per_token(rows[i].projections_ms));
-    const double y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    const double y = std::exp2(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
     char name[64];
     std::snprintf(name, sizeof name, "crossover H=%lld: T = %.0f", static_cast<long long>(rows[0].hidden), *t);
-    series.push_back({name, {x, x}, {y - 0.6, y + 0.6}});
+    series.push_back({name, {*t, *t}, {y / 1.6, y * 1.6}});
   }
   sg::plot::LineOptions opt;
   opt.title = "One attention layer, forward + backward, " + std::to_string(kTokens) + " tokens, " +
               std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " (theory: crossover at T = 2H)";
-  opt.xlabel = "log2 of sequence length T (4: T = 16, 10: T = 1024)";
-  opt.ylabel = "log2 of microseconds per token (0: 1 µs, 5: 32 µs)";
-  opt.width = 720, opt.height = 480;
-  // Room above the data for the legend (nine entries, top right).
-  opt.has_ymin = opt.has_ymax = true;
-  opt.ymin = std::floor(lo - 0.5), opt.ymax = std::ceil(hi + 0.8 * (hi - lo));
+  opt.xlabel = "sequence length T (log scale)";
+  opt.ylabel = "microseconds per token (log scale)";
+  opt.width = 900, opt.height = 480;
+  opt.log_x = opt.log_y = true;
+  opt.log_base = 2;
   return sg::plot::line_svg(series, opt);
+}
+
+// The rows of a CSV written by csv(), grouped by hidden size as measured.
+std::vector<std::vector<Row>> read_csv(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read '" + path + "'");
+  std::string line;
+  std::getline(f, line);  // the header
+  std::vector<std::vector<Row>> by_hidden;
+  for (int n = 2; std::getline(f, line); ++n) {
+    std::vector<double> v;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) v.push_back(std::strtod(cell.c_str(), nullptr));
+    if (v.size() != 14) throw std::runtime_error("'" + path + "' line " + std::to_string(n) + " has " +
+                                                 std::to_string(v.size()) + " fields, not 14");
+    const Row r{static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]),
+                static_cast<int64_t>(v[3]), v[5], v[6], v[7], v[9] * 1e9, v[10] * 1e9};
+    if (by_hidden.empty() || by_hidden.back()[0].hidden != r.hidden) by_hidden.emplace_back();
+    by_hidden.back().push_back(r);
+  }
+  if (by_hidden.empty()) throw std::runtime_error("'" + path + "' has no rows");
+  return by_hidden;
 }
 
 // Usage on stdout for --help (status 0), on stderr for a bad flag (status 2).
 int usage(const char* argv0, int status) {
-  std::fprintf(status ? stderr : stdout, "usage: %s [--threads N] [--reps N] [--out DIR]\n", argv0);
+  std::fprintf(status ? stderr : stdout,
+               "usage: %s [--threads N] [--reps N] [--out DIR]\n"
+               "       %s --replot DIR/attention_scaling.csv [--threads N]   (redraw the SVG of earlier measurements,\n"
+               "       N the thread count they were measured with)\n",
+               argv0, argv0);
   return status;
 }
 
@@ -256,7 +279,7 @@ int usage(const char* argv0, int status) {
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 7;
-  std::string out = ".";
+  std::string out = ".", replot;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -271,11 +294,19 @@ int main(int argc, char** argv) {
       (arg == "--threads" ? threads : reps) = static_cast<int>(n);
     } else if (arg == "--out" && *v != '\0') {
       out = v;
+    } else if (arg == "--replot" && *v != '\0') {
+      replot = v;
     } else {
       return usage(argv[0], 2);
     }
   }
   try {
+    if (!replot.empty()) {
+      const std::string svg_path = std::filesystem::path(replot).replace_extension(".svg").string();
+      sg::plot::write_file(svg_path, svg(read_csv(replot), threads ? threads : 1));
+      std::printf("wrote %s from %s\n", svg_path.c_str(), replot.c_str());
+      return 0;
+    }
     if (threads) sg::set_num_threads(threads);
     std::printf("MultiHeadAttention forward + backward, float32, %lld tokens (batch * seq), head dim %lld, "
                 "%d threads, median of %d\n",

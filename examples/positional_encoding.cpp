@@ -40,7 +40,9 @@ int study(const std::string& out_dir) {
     cols.push_back(s);
   }
   sg::plot::LineOptions lo;
+  lo.title = "Sinusoidal encoding: columns 6-9 against position";
   lo.xlabel = "Row (position)";
+  lo.ylabel = "P[i, j]";
   out.write("columns.svg", sg::plot::line_svg(cols, lo));
 
   // 2. The whole table as a heatmap.
@@ -48,8 +50,12 @@ int study(const std::string& out_dir) {
   for (int64_t i = 0; i < num_steps; ++i)
     for (int64_t j = 0; j < encoding_dim; ++j) rows[static_cast<size_t>(i)].push_back(p(i, j));
   sg::plot::HeatmapOptions ho;
+  ho.title = "Sinusoidal encoding P, " + std::to_string(num_steps) + " positions x " + std::to_string(encoding_dim) +
+             " dimensions";
   ho.xlabel = "Column (encoding dimension)";
   ho.ylabel = "Row (position)";
+  ho.colorbar_label = "P[i, j]";
+  ho.width = 440, ho.height = 640;
   out.write("heatmap.svg", sg::plot::heatmap_svg(rows, ho));
 
   // 3. Binary: the lowest bit flips every number, higher bits ever more slowly,

@@ -11,6 +11,7 @@
 //                                       the causal tasks
 //   train_encoder --causal              one run with the causal mask
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
+//   train_encoder --report out/compare  rewrite a folder's report.html from its files
 //
 // The tasks and the training loop are in nn/encoder_training.hpp.
 //
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -33,6 +35,8 @@
 #include "cli.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/plot.hpp"
+#include "nn/position_properties.hpp"
+#include "nn/report.hpp"
 
 namespace {
 
@@ -156,25 +160,102 @@ sg::training::Progress progress_line(const std::string& label) {
   };
 }
 
-// Head 0 of the last block's attention over the first evaluation sequence,
-// cut to its valid length: (len, len).
-std::vector<std::vector<double>> attention_map(sg::training::Model& model, const Config& c) {
-  const sg::training::EvalSet set = sg::training::make_eval_set(c, c.min_len, c.max_len, 1);
-  const sg::training::Batch& b = set.batches[0];
-  {
-    sg::NoGradGuard no_grad;
-    model.eval();
-    model.forward(b.ids, b.valid_lens);
+// file:///... of a path, to paste into a browser.
+std::string file_url(const std::string& path) {
+  return "file://" + std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// Attention is recorded before training, at 1/8 and 1/2 of the steps, and
+// at the end (0, 100, 400, 800 for 800 steps), so the report shows it form.
+std::vector<int64_t> record_steps(int64_t steps) {
+  std::vector<int64_t> at = {0, steps / 8, steps / 2, steps};
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  return at;
+}
+
+// The settings of a run as a Markdown table (settings.md, the report's first section).
+std::string settings_md(const Config& c, const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::ostringstream o;
+  o << "| setting | value |\n|---|---|\n";
+  for (const auto& [k, v] : extra) o << "| " << k << " | " << v << " |\n";
+  for (const IntSetting& s : kIntSettings) o << "| " << flag_of(s.key) << " | " << c.*s.member << " |\n";
+  o << "| --steps | " << c.steps << " |\n| --batch | " << c.batch << " |\n| --lr | " << c.lr << " |\n| --schedule | "
+    << c.schedule << " |\n| --warmup | " << c.warmup << " |\n| --min-lr | " << c.min_lr << " |\n| --weight-decay | "
+    << c.weight_decay << " |\n| --clip | " << c.clip << " |\n| --dropout | " << c.dropout << " |\n| --pre-norm | "
+    << (c.pre_norm ? "yes" : "no") << " |\n| causal mask | " << (c.causal ? "yes" : "no") << " |\n| --eval-every | " << c.eval_every << " |\n| attention recorded at steps | ";
+  for (size_t i = 0; i < c.record_attention_at.size(); ++i) o << (i ? ", " : "") << c.record_attention_at[i];
+  o << " |\n| threads | " << sg::num_threads() << " |\n";
+  return o.str();
+}
+
+// d2l's show_heatmaps: every head (columns) of every block (rows) over the
+// longest example sequence, at the last recorded step, its tokens on the axes.
+std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c, const std::string& title) {
+  if (rec.snapshots.empty()) sg::fail("train_encoder: no attention was recorded to plot");
+  const auto& snap = rec.snapshots.back();
+  const int64_t T = rec.examples.ids.shape()[1];
+  const std::vector<int64_t> lens = rec.examples.valid_lens.to_vector<int64_t>();
+  const int64_t seq = std::max_element(lens.begin(), lens.end()) - lens.begin(), len = lens[static_cast<size_t>(seq)];
+  const std::vector<int64_t> ids = rec.examples.ids.to_vector<int64_t>();
+  std::vector<std::string> tokens;
+  for (int64_t t = 0; t < len; ++t) tokens.push_back(std::to_string(ids[static_cast<size_t>(seq * T + t)]));
+  std::vector<std::string> maps;
+  for (size_t b = 0; b < snap.blocks.size(); ++b)
+    for (int64_t h = 0; h < c.heads; ++h) {
+      std::vector<std::vector<double>> rows(static_cast<size_t>(len));
+      for (int64_t q = 0; q < len; ++q)
+        for (int64_t k = 0; k < len; ++k)
+          rows[static_cast<size_t>(q)].push_back(snap.blocks[b][static_cast<size_t>(((seq * c.heads + h) * T + q) * T + k)]);
+      sg::plot::HeatmapOptions ho;
+      ho.title = "block " + std::to_string(b) + ", head " + std::to_string(h);
+      ho.xlabel = "key token";
+      ho.ylabel = "query token";
+      ho.colorbar_label = "attention weight";
+      ho.xticklabels = ho.yticklabels = tokens;
+      ho.width = 300, ho.height = 270;
+      maps.push_back(sg::plot::heatmap_svg(rows, ho));
+    }
+  return sg::plot::grid_svg(maps, static_cast<int>(std::min<int64_t>(c.heads, 4)),
+                            title + ": attention at step " + std::to_string(snap.step) + ", sequence " +
+                                std::to_string(seq) + " (length " + std::to_string(len) + ")");
+}
+
+// The similarity of an encoding's position vectors (position_properties.hpp);
+// none has none to show (positions.md says so).
+std::string positions_heatmap(const sg::training::PositionView& v, const Config& c) {
+  sg::plot::HeatmapOptions ho;
+  ho.title = v.what;
+  ho.xlabel = "position j";
+  ho.ylabel = "position i";
+  ho.colorbar_label = c.positional == sg::nn::Positional::relative ? "cosine similarity to offset 0" : "cosine similarity";
+  ho.width = 330, ho.height = 300;
+  return sg::plot::heatmap_svg(v.similarity, ho);
+}
+
+// A single run's curves: the loss of every step with the evaluations' and
+// the accuracies, side by side (as d2l's Animator shows them).
+std::string run_curves_svg(const Result& r, const std::string& title) {
+  sg::plot::Series step_loss{"training batch", {0.0}, {r.curve.at(0).loss}};
+  for (size_t i = 0; i < r.step_loss.size(); ++i)
+    step_loss.x.push_back(static_cast<double>(i + 1)), step_loss.y.push_back(r.step_loss[i]);
+  sg::plot::Series train{"training batch", {}, {}}, eval{"evaluation set", {}, {}};
+  for (const auto& p : r.curve) {
+    train.x.push_back(static_cast<double>(p.step)), train.y.push_back(p.train_acc);
+    eval.x.push_back(static_cast<double>(p.step)), eval.y.push_back(p.eval_acc);
   }
-  const std::vector<sg::Tensor> maps = model.encoder->attention_weights();
-  if (maps.empty()) sg::fail("train_encoder: the model has no attention blocks to plot");
-  const sg::Tensor w = maps.back();  // (B, heads, T, T)
-  const int64_t T = w.shape()[2], len = b.valid_lens.to_vector<int64_t>()[0];
-  const std::vector<float> v = w.to_vector<float>();
-  std::vector<std::vector<double>> rows(static_cast<size_t>(len));
-  for (int64_t q = 0; q < len; ++q)
-    for (int64_t k = 0; k < len; ++k) rows[static_cast<size_t>(q)].push_back(v[static_cast<size_t>(q * T + k)]);
-  return rows;
+  sg::plot::LineOptions lo;
+  lo.title = "loss";
+  lo.xlabel = "step";
+  lo.ylabel = "cross-entropy (training batch)";
+  lo.width = 420;
+  lo.legend = false;  // one line, named by its axis
+  const std::string loss = sg::plot::line_svg({step_loss}, lo);
+  lo.legend = true;
+  lo.width = 520;
+  lo.title = "accuracy";
+  lo.ylabel = "accuracy (training lengths)";
+  lo.has_ymin = lo.has_ymax = true;
+  return sg::plot::grid_svg({loss, sg::plot::line_svg({train, eval}, lo)}, 2, title);
 }
 
 std::string curve_csv(const Result& r) {
@@ -191,8 +272,13 @@ int run_one(Config c, const std::string& out_root) {
                            "_seed" + std::to_string(c.seed);
   // The folder is checked before training; the files move in when all are written.
   examples::Outputs out(out_root + "/" + name, "--out");
-  const char* files[] = {"curve.csv", "curve.svg", "attention.svg", "checkpoint.safetensors"};
+  const char* files[] = {"settings.md", "results.md", "curve.csv", "curve.svg", "attention.svg", "attention.json", "positions.md",
+                         "positions.svg", "checkpoint.safetensors", "report.html"};
   for (const char* f : files) out.expect(f);
+  c.record_attention_at = record_steps(c.steps);
+  // First, so that the report knows every later file as this run's.
+  out.write("settings.md", settings_md(c, {{"task", c.task}, {"positional", sg::nn::positional_name(c.positional)},
+                                           {"--seed", std::to_string(c.seed)}}));
   sg::manual_seed(c.seed);
   sg::training::Model model(c);
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
@@ -200,29 +286,38 @@ int run_one(Config c, const std::string& out_root) {
                                                 : std::to_string(sg::num_threads()) + " threads")
             << ", lengths " << c.min_len << ".." << c.max_len << "\n";
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
+  const std::string title = c.task + ", " + sg::nn::positional_name(c.positional) + (c.causal ? ", causal" : "") +
+                            ", seed " + std::to_string(c.seed);
+  out.write("results.md", "| task | positional | seed | accuracy, training lengths " + std::to_string(c.min_len) + "-" +
+                              std::to_string(c.max_len) + " | accuracy, longer " + std::to_string(c.eval_min_len) + "-" +
+                              std::to_string(c.eval_max_len) + " | of which positions " + std::to_string(c.max_len + 1) +
+                              "-" + std::to_string(c.eval_max_len) +
+                              " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|---|\n| " + c.task + " | " +
+                              sg::nn::positional_name(c.positional) + " | " + std::to_string(c.seed) + " | " +
+                              fmt("%.3f", r.acc_train_lengths) + " | " + fmt("%.3f", r.acc_longer) + " | " +
+                              fmt("%.3f", r.acc_past_train) + " | " +
+                              (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) + " | " +
+                              fmt("%.1f", r.seconds) + " |\n");
   out.write("curve.csv", curve_csv(r));
-  sg::plot::LineOptions lo;
-  lo.title = c.task + ", " + sg::nn::positional_name(c.positional) + (c.causal ? ", causal" : "");
-  lo.xlabel = "step";
-  lo.ylabel = "accuracy";
-  lo.has_ymin = lo.has_ymax = true;
-  sg::plot::Series s{"eval accuracy", {}, {}};
-  for (const auto& p : r.curve) s.x.push_back(static_cast<double>(p.step)), s.y.push_back(p.eval_acc);
-  out.write("curve.svg", sg::plot::line_svg({s}, lo));
-  sg::plot::HeatmapOptions ho;
-  ho.xlabel = "Key position";
-  ho.ylabel = "Query position";
-  ho.has_range = true;
-  out.write("attention.svg", sg::plot::heatmap_svg(attention_map(model, c), ho));
+  out.write("curve.svg", run_curves_svg(r, title));
+  out.write("attention.svg", heads_svg(r.attention, c, title));
+  out.write("attention.json", sg::report::attention_json(
+                                  {{c.task, sg::nn::positional_name(c.positional), c.seed, c.heads, r.attention}}));
+  const sg::training::PositionView view = sg::training::view_positions(model, c, r.acc_longer);
+  out.write("positions.md", sg::training::properties_table({{c.task, view}}));
+  if (!view.similarity.empty()) out.write("positions.svg", positions_heatmap(view, c));
   sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
   out.commit();
+  const std::string report = sg::report::write_report(out.dir(), "train_encoder: " + title);
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer)
             << ", on their positions past the training length (" << c.max_len + 1 << ".." << c.eval_max_len << ") "
             << fmt("%.3f", r.acc_past_train) << ", steps to 95% "
             << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
             << fmt("%.1f", r.seconds) << " s\nwrote " << out.dir()
-            << "/{curve.csv,curve.svg,attention.svg,checkpoint.safetensors}\n";
+            << "/{settings.md,results.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,"
+               "positions.svg (not for none),checkpoint.safetensors}\nreport: "
+            << report << "  (open it in a browser: " << file_url(report) << ")\n";
   return 0;
 }
 
@@ -302,19 +397,33 @@ class CompareProgress {
 // One study: every kind of positions on every task, `seeds` seeds each,
 // written to <out_root>/<folder>/ (the encoder's in compare/, the causal
 // one, base.causal, in compare_causal/, with the same files).
-int compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
-            int64_t seeds, const std::string& out_root, const std::string& folder = "compare") {
+// Returns the path of the study's report.html.
+std::string compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
+                    int64_t seeds, const std::string& out_root, const std::string& folder = "compare") {
   // Nothing is written until every run is done: an interrupted comparison
   // leaves the last complete table, CSV and plots as they were.
   examples::Outputs out(out_root + "/" + folder, "--out");
-  out.expect("results.md");
-  out.expect("results.csv");
-  out.expect("positions.csv");
+  for (const char* f : {"settings.md", "results.md", "results.csv", "accuracy_by_position.csv", "attention.json",
+                        "positions.md", "report.html"})
+    out.expect(f);
+  base.record_attention_at = record_steps(base.steps);
+  {
+    std::string task_list, kind_list;
+    for (const auto& t : tasks) task_list += (task_list.empty() ? "" : ", ") + t;
+    for (auto k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + std::string(sg::nn::positional_name(k));
+    // First, so that the report knows every later file as this comparison's.
+    out.write("settings.md", settings_md(base, {{"--tasks", task_list}, {"--positionals", kind_list},
+                                                {"--seeds", std::to_string(seeds) + " (from --seed " +
+                                                                std::to_string(base.seed) + ")"}}));
+  }
+  std::vector<sg::report::RunAttention> recorded;
+  std::vector<std::pair<std::string, sg::training::PositionView>> views;
   std::ostringstream csv;
   csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds,acc_past_train\n";
-  std::ostringstream positions_csv;  // accuracy at each position of the longer sequences
-  positions_csv << "task,positional,seed,position,accuracy\n";
+  std::ostringstream by_position_csv;  // accuracy at each position of the longer sequences
+  by_position_csv << "task,positional,seed,position,accuracy\n";
   const std::string past = std::to_string(base.max_len + 1) + "-" + std::to_string(base.eval_max_len);
+  const std::string mask = base.causal ? ", causal" : "";
   std::ostringstream table;
   table << "| task | positional | accuracy, training lengths " << base.min_len << "-" << base.max_len
         << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len << " | of which positions "
@@ -324,8 +433,10 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
   int64_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves, by_position;
+    std::vector<std::string> position_maps;
     for (sg::nn::Positional kind : kinds) {
       std::vector<double> acc, longer, past_train, secs, reached;
+      // The mean over seeds, with a band from the lowest to the highest seed.
       sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
       sg::plot::Series mean_by_position{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
@@ -345,10 +456,15 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
             << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << ',' << r.acc_past_train << '\n';
         for (size_t t = 0; t < r.acc_by_position.size(); ++t) {
-          positions_csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << t + 1 << ','
-                        << r.acc_by_position[t] << '\n';
-          if (s == 0) mean_by_position.x.push_back(static_cast<double>(t + 1)), mean_by_position.y.push_back(0);
+          by_position_csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << t + 1 << ','
+                          << r.acc_by_position[t] << '\n';
+          if (s == 0) {
+            mean_by_position.x.push_back(static_cast<double>(t + 1)), mean_by_position.y.push_back(0);
+            mean_by_position.lo.push_back(r.acc_by_position[t]), mean_by_position.hi.push_back(r.acc_by_position[t]);
+          }
           mean_by_position.y[t] += r.acc_by_position[t] / static_cast<double>(seeds);
+          mean_by_position.lo[t] = std::min(mean_by_position.lo[t], r.acc_by_position[t]);
+          mean_by_position.hi[t] = std::max(mean_by_position.hi[t], r.acc_by_position[t]);
         }
         acc.push_back(r.acc_train_lengths);
         longer.push_back(r.acc_longer);
@@ -356,17 +472,21 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         secs.push_back(r.seconds);
         if (r.steps_to_95 >= 0) reached.push_back(static_cast<double>(r.steps_to_95));
         for (size_t i = 0; i < r.curve.size(); ++i) {
-          if (s == 0) mean_curve.x.push_back(static_cast<double>(r.curve[i].step)), mean_curve.y.push_back(0);
-          mean_curve.y[i] += r.curve[i].eval_acc / static_cast<double>(seeds);
+          const double y = r.curve[i].eval_acc;
+          if (s == 0) {
+            mean_curve.x.push_back(static_cast<double>(r.curve[i].step)), mean_curve.y.push_back(0);
+            mean_curve.lo.push_back(y), mean_curve.hi.push_back(y);
+          }
+          mean_curve.y[i] += y / static_cast<double>(seeds);
+          mean_curve.lo[i] = std::min(mean_curve.lo[i], y), mean_curve.hi[i] = std::max(mean_curve.hi[i], y);
         }
-        if (s == 0) {  // attention of one sample, first seed
-          sg::plot::HeatmapOptions ho;
-          ho.title = task + ", " + sg::nn::positional_name(kind) + (base.causal ? ", causal" : "");
-          ho.xlabel = "Key position";
-          ho.ylabel = "Query position";
-          ho.has_range = true;
+        recorded.push_back({task, sg::nn::positional_name(kind), c.seed, c.heads, r.attention});
+        if (s == 0) {  // every head of the first seed, and its positions
           plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
-                             sg::plot::heatmap_svg(attention_map(model, c), ho));
+                             heads_svg(r.attention, c, task + ", " + sg::nn::positional_name(kind) + mask +
+                                                           ", seed " + std::to_string(c.seed)));
+          views.emplace_back(task, sg::training::view_positions(model, c, r.acc_longer));
+          if (!views.back().second.similarity.empty()) position_maps.push_back(positions_heatmap(views.back().second, c));
         }
       }
       curves.push_back(mean_curve);
@@ -379,33 +499,46 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
                                           : "");
       table << "| " << task << " | " << sg::nn::positional_name(kind) << " | " << fmt("%.3f", a.mean) << " ± "
             << fmt("%.3f", a.spread) << " | " << fmt("%.3f", l.mean) << " ± " << fmt("%.3f", l.spread) << " | "
-            << fmt("%.3f", p.mean) << " ± " << fmt("%.3f", p.spread) << " | " << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
+            << fmt("%.3f", p.mean) << " ± " << fmt("%.3f", p.spread) << " | " << to95 << " | " << fmt("%.1f", t.mean)
+            << " |\n";
     }
+    const std::string over_seeds =
+        seeds > 1 ? " (mean of " + std::to_string(seeds) + " seeds; band: lowest to highest)" : " (1 seed)";
     sg::plot::LineOptions lo;
-    const std::string mask = base.causal ? ", causal" : "";
-    lo.title = "task: " + task + mask + " (mean of " + std::to_string(seeds) + " seeds)";
+    lo.title = "task: " + task + mask + over_seeds;
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
+    lo.width = 720, lo.height = 320;
     plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
     sg::plot::LineOptions po = lo;
-    po.title = "task: " + task + mask + ", lengths " + std::to_string(base.eval_min_len) + "-" +
-               std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
-               std::to_string(base.max_len) + "; mean of " + std::to_string(seeds) + " seeds)";
+    po.title = "task: " + task + mask + ", accuracy at each position of lengths " + std::to_string(base.eval_min_len) +
+               "-" + std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
+               std::to_string(base.max_len) + ")" + over_seeds;
     po.xlabel = "position";
     po.ylabel = "accuracy at the position";
-    plots.emplace_back("positions_" + task + ".svg", sg::plot::line_svg(by_position, po));
+    plots.emplace_back("accuracy_by_position_" + task + ".svg", sg::plot::line_svg(by_position, po));
+    if (!position_maps.empty())
+      plots.emplace_back("positions_" + task + ".svg",
+                         sg::plot::grid_svg(position_maps, 3, "positions after training on " + task + mask +
+                                                                  ": similarity of position i and position j"));
   }
   for (const auto& [name, svg] : plots) out.write(name, svg);
   out.write("results.csv", csv.str());
-  out.write("positions.csv", positions_csv.str());
+  out.write("accuracy_by_position.csv", by_position_csv.str());
   out.write("results.md", table.str());
+  out.write("attention.json", sg::report::attention_json(recorded));
+  out.write("positions.md", sg::training::properties_table(views));
   out.commit();
-  std::cout << "\n" << (base.causal ? "with the causal mask:\n" : "") << table.str() << "\n(mean ± standard deviation over "
-            << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps << " steps each)\nwrote " << out.dir()
-            << "/results.md, results.csv, positions.csv, curves_<task>.svg, positions_<task>.svg, "
-               "attention_<task>_<encoding>.svg\n";
-  return 0;
+  const std::string report =
+      sg::report::write_report(out.dir(), base.causal ? "train_encoder --compare, with the causal mask" : "train_encoder --compare");
+  std::cout << "\n" << (base.causal ? "with the causal mask:\n" : "") << table.str()
+            << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
+            << " steps each)\nwrote " << out.dir()
+            << "/results.md, results.csv, accuracy_by_position.csv, curves_<task>.svg, accuracy_by_position_<task>.svg, "
+               "attention_<task>_<encoding>.svg, positions_<task>.svg, positions.md, attention.json, settings.md\nreport: "
+            << report << "  (open it in a browser: " << file_url(report) << ")\n";
+  return report;
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {
@@ -440,6 +573,12 @@ int main(int argc, char** argv) {
                                           "train every encoding of --positionals on every task of --tasks, "
                                           "--seeds seeds each, and the same with the causal mask on "
                                           "--causal-tasks; writes <out>/compare/ and <out>/compare_causal/");
+  std::string report_dir;
+  CLI::Option* report_opt =
+      app.add_option("--report", report_dir,
+                     "rewrite FOLDER/report.html from the files in FOLDER (an earlier run's or --compare's "
+                     "output, with any tables added since); trains nothing")
+          ->check(CLI::ExistingDirectory);
   CLI::Option* load_opt =
       app.add_option("--load", load, "evaluate a checkpoint written by an earlier run (writes nothing)")
           ->check(CLI::ExistingFile);
@@ -520,7 +659,9 @@ int main(int argc, char** argv) {
   // Contradictions CLI11 reports itself, naming both flags.
   CLI::Option* out_opt = app.get_option("--out");
   load_opt->excludes(out_opt);
-  for (CLI::Option* o : training) load_opt->excludes(o);
+  for (CLI::Option* o : training) load_opt->excludes(o), report_opt->excludes(o);
+  report_opt->excludes(out_opt);
+  report_opt->excludes(load_opt);
   for (CLI::Option* o : {tasks_opt, positionals_opt, causal_tasks_opt, studies_opt, causal_steps_opt, seeds_opt})
     o->needs(compare_opt);
   for (CLI::Option* o : {task_opt, positional_opt, causal_opt}) o->excludes(compare_opt);
@@ -528,6 +669,12 @@ int main(int argc, char** argv) {
   return examples::run(app, argc, argv, [&]() -> int {
     examples::apply_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
+    if (!report_dir.empty()) {
+      const std::string path = sg::report::write_report(
+          report_dir, "train_encoder: " + std::filesystem::absolute(report_dir).lexically_normal().filename().string());
+      std::cout << "report: " << path << "  (open it in a browser: " << file_url(path) << ")\n";
+      return 0;
+    }
     c.seed = static_cast<uint64_t>(seed);
     c.positional = sg::nn::parse_positional(positional);
     // The runs: (causal mask?, tasks, kinds) per study.
@@ -590,13 +737,19 @@ int main(int argc, char** argv) {
       throw examples::UsageError(what);
     }
     if (!do_compare) return run_one(c, out);
+    std::vector<std::string> reports;
     for (const Study& st : plan) {
       Config base = c;
       base.causal = st.causal;
       if (st.causal && (causal_steps_opt->count() || !steps_opt->count())) base.steps = causal_steps;
       std::vector<sg::nn::Positional> compared;
       for (const std::string& p : st.kinds) compared.push_back(sg::nn::parse_positional(p));
-      compare(base, st.tasks, compared, seeds, out, st.causal ? "compare_causal" : "compare");
+      reports.push_back(compare(base, st.tasks, compared, seeds, out, st.causal ? "compare_causal" : "compare"));
+    }
+    if (reports.size() > 1) {  // the first study's report last: the page to open first
+      std::cout << "\nreports, one per study (open them in a browser):\n";
+      for (size_t i = reports.size(); i-- > 0;)
+        std::cout << "report: " << reports[i] << "  (" << file_url(reports[i]) << ")\n";
     }
     return 0;
   });

@@ -64,6 +64,10 @@ struct Config {
   int64_t back = 3;  // task recall: label[t] = x[t - back]
   uint64_t seed = 0;
   int64_t eval_every = 50, eval_sequences = 256;
+  // Steps at which to record every head's attention over a few example
+  // sequences (0: before training; steps past `steps` are skipped).
+  std::vector<int64_t> record_attention_at;
+  int64_t record_sequences = 4;
 
   // Output classes: symbols (0 = "none" for shift's first positions) or counts 0..max length.
   int64_t classes() const {
@@ -251,8 +255,25 @@ struct CurvePoint {
   double grad_norm, first_block_grad_norm;
 };
 
+// Every block's attention over the example sequences at one step.
+struct AttentionSnapshot {
+  int64_t step;
+  std::vector<std::vector<float>> blocks;  // per block: (B, heads, T, T), row-major
+};
+
+// The example sequences (fixed for a config, like the evaluation set) and
+// the attention recorded over them as the model trained.
+struct AttentionRecord {
+  Batch examples;  // record_sequences sequences of training lengths, padded to max_len
+  std::vector<AttentionSnapshot> snapshots;
+};
+
 struct Result {
+  // Evaluations: at step 0 (before any update: the loss, accuracy and
+  // gradient norms of the first batch) and every eval_every steps.
   std::vector<CurvePoint> curve;
+  std::vector<double> step_loss;  // the training loss of every step 1..steps
+  AttentionRecord attention;
   double acc_train_lengths = 0, acc_longer = 0;
   // On the longer sequences: accuracy over the positions past the longest
   // training sequence alone (max_len + 1 .. eval_max_len, counted from 1),
@@ -289,6 +310,38 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
                             : sg::optim::constant_schedule(c.lr);
   const EvalSet eval_train = make_eval_set(c, c.min_len, c.max_len, 1);
   Result r;
+  if (!c.record_attention_at.empty()) {
+    sg::Generator example_gen(0x5eed0000ull + 3000 + static_cast<uint64_t>(c.min_len * 100 + c.max_len));
+    r.attention.examples = make_batch(c, c.record_sequences, c.min_len, c.max_len, example_gen);
+  }
+  auto record = [&](int64_t step) {
+    if (std::find(c.record_attention_at.begin(), c.record_attention_at.end(), step) == c.record_attention_at.end())
+      return;
+    sg::NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    model.forward(r.attention.examples.ids, r.attention.examples.valid_lens);
+    AttentionSnapshot snap{step, {}};
+    for (const sg::Tensor& w : model.encoder->attention_weights()) snap.blocks.push_back(w.to_vector<float>());
+    r.attention.snapshots.push_back(std::move(snap));
+    model.train(was_training);
+  };
+  {
+    // Step 0: the first batch before any update (a copy of the data stream,
+    // so training sees the same batches as without it), without dropout.
+    sg::Generator peek(data_gen);
+    const Batch b = make_batch(c, c.batch, c.min_len, c.max_len, peek);
+    model.eval();
+    const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
+    const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
+    opt.zero_grad();
+    sg::backward(loss);
+    r.curve.push_back({0, loss.item<double>(), accuracy(logits, b.labels), evaluate(model, eval_train),
+                       grad_norm(model, ""), grad_norm(model, "encoder.blocks.0.")});
+    opt.zero_grad();
+    record(0);
+    if (r.steps_to_95 < 0 && r.curve[0].eval_acc >= 0.95) r.steps_to_95 = 0;
+  }
   model.train();
   const auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
@@ -306,6 +359,8 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
     opt.set_lr(schedule(opt.step_count()));
     opt.step();
     for (int64_t v : b.valid_lens.to_vector<int64_t>()) tokens += v;
+    r.step_loss.push_back(loss.item<double>());
+    record(step);
     if (report) {
       const double train_acc = accuracy(logits, b.labels);
       const double eval_acc = evaluate(model, eval_train);

@@ -1,7 +1,8 @@
 #pragma once
-// A small SVG plotter for the examples: line plots with axes, ticks, labels
-// and a legend, and heatmaps with a colour scale, in the look of Dive into
-// Deep Learning's figures. Header-only and dependency-free, so every example
+// A small SVG plotter for the examples: line plots with axes (linear or
+// log), ticks, labels, bands and a legend beside the axes; heatmaps of square
+// cells with labelled rows and columns and a labelled colour bar; grids of
+// figures. In the look of Dive into Deep Learning's figures. Header-only and dependency-free, so every example
 // can include it; tests/test_plot.cpp checks its output.
 #include <unistd.h>
 
@@ -22,20 +23,35 @@ namespace sg::plot {
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  // Optional band around the line (e.g. the lowest and highest value over
+  // seeds): either empty or as long as x; drawn shaded under the line.
+  std::vector<double> lo, hi;
 };
 
 struct LineOptions {
   std::string title, xlabel, ylabel;
-  int width = 600, height = 260;
+  int width = 640, height = 280;     // the whole figure, legend included
   bool has_ymin = false, has_ymax = false;  // fixed y range (e.g. accuracy in [0, 1])
   double ymin = 0, ymax = 1;
+  // Logarithmic axes: ticks at the powers of log_base, labelled with their
+  // values; every value on a log axis must be positive.
+  bool log_x = false, log_y = false;
+  double log_base = 10;
+  // The legend sits outside the axes, to their right, so it never covers a
+  // curve; false draws none (a lone series needs no legend).
+  bool legend = true;
 };
 
 struct HeatmapOptions {
   std::string title, xlabel, ylabel;
-  int width = 360, height = 420;
-  bool has_range = false;  // fixed colour range; else the data's min and max
+  std::string colorbar_label;        // what the colours mean, beside the colour bar
+  int width = 360, height = 420;     // at most this; cells are square, so one side may be shorter
+  bool has_range = false;  // fixed colour range; else this map's own min and max
   double vmin = 0, vmax = 1;
+  // Labels of the columns and rows (e.g. the tokens of a sequence), one per
+  // column or row; empty: their indices. NaN cells are drawn grey and
+  // hatched (e.g. padding).
+  std::vector<std::string> xticklabels, yticklabels;
 };
 
 namespace detail {
@@ -92,9 +108,16 @@ inline const char* palette(size_t i) {  // matplotlib's default colour cycle
   return c[i % 10];
 }
 
-inline void header(std::ostringstream& o, int w, int h) {
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
-    << "\" viewBox=\"0 0 " << w << ' ' << h << "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n"
+// Solid, dashed, dotted, dash-dot in turn: lines that lie on top of each
+// other can still be told apart.
+inline const char* dashes(size_t i) {
+  static const char* d[] = {"", " stroke-dasharray=\"7 3\"", " stroke-dasharray=\"2 2\"", " stroke-dasharray=\"9 3 2 3\""};
+  return d[i % 4];
+}
+
+inline void header(std::ostringstream& o, double w, double h) {
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(w) << "\" height=\"" << num(h)
+    << "\" viewBox=\"0 0 " << num(w) << ' ' << num(h) << "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
 }
 
@@ -106,70 +129,159 @@ inline void text(std::ostringstream& o, double x, double y, const std::string& s
   o << '>' << esc(s) << "</text>\n";
 }
 
+// Rough width of s in pixels at font size 11 (DejaVu Sans averages ~6.5 px a character).
+inline double text_width(const std::string& s, double size = 11) {
+  size_t chars = 0;
+  for (unsigned char c : s) chars += (c & 0xC0) != 0x80;  // UTF-8: count characters, not bytes
+  return static_cast<double>(chars) * size * 0.6;
+}
+
+// One axis: data value -> [0, 1] along it, and its ticks (value, label).
+struct Axis {
+  double lo, hi;
+  bool log;
+  double base;
+  double frac(double v) const {
+    const double t = log ? std::log(v) / std::log(base) : v;
+    return (t - lo) / (hi - lo);
+  }
+  std::vector<std::pair<double, std::string>> tick_list() const {
+    std::vector<std::pair<double, std::string>> t;
+    if (!log) {
+      for (double v : ticks(lo, hi)) t.push_back({v, num(v)});
+      return t;
+    }
+    // Whole exponents; every other one when there would be more than 8.
+    const double first = std::ceil(lo - 1e-9), last = std::floor(hi + 1e-9);
+    const int every = last - first > 8 ? static_cast<int>(std::ceil((last - first) / 8)) : 1;
+    for (double e = first; e <= last; e += every) t.push_back({std::pow(base, e), num(std::pow(base, e))});
+    return t;
+  }
+};
+
+// The range [lo, hi] of the data on an axis (in log units for a log axis).
+inline Axis make_axis(double lo, double hi, bool log, double base, bool pad) {
+  if (log) lo = std::log(lo) / std::log(base), hi = std::log(hi) / std::log(base);
+  if (!(hi > lo)) lo -= 0.5, hi += 0.5;
+  if (pad) {
+    const double p = (hi - lo) * 0.05;
+    lo -= p, hi += p;
+  }
+  return {lo, hi, log, base};
+}
+
 }  // namespace detail
 
-// Lines of y against x, one per series, with a legend naming them.
+// Lines of y against x, one per series (with a shaded band where the series
+// has one), and a legend naming them beside the axes.
 inline std::string line_svg(const std::vector<Series>& series, const LineOptions& opt) {
   using namespace detail;
+  if (opt.log_x || opt.log_y)
+    if (!(opt.log_base > 1)) throw std::invalid_argument("line_svg: log_base " + num(opt.log_base) + " must be above 1");
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const auto& s : series) {
     if (s.x.size() != s.y.size()) throw std::invalid_argument("line_svg: series '" + s.name + "' has x and y of different lengths");
-    for (size_t i = 0; i < s.x.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
-        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+    if ((!s.lo.empty() && s.lo.size() != s.x.size()) || s.lo.size() != s.hi.size())
+      throw std::invalid_argument("line_svg: series '" + s.name + "' has a band (lo " + std::to_string(s.lo.size()) +
+                                  ", hi " + std::to_string(s.hi.size()) + " values) not as long as x (" +
+                                  std::to_string(s.x.size()) + ")");
+    auto take = [&](double x, double y) {
+      if (!std::isfinite(x) || !std::isfinite(y)) return;
+      if ((opt.log_x && x <= 0) || (opt.log_y && y <= 0))
+        throw std::invalid_argument("line_svg: series '" + s.name + "' has the point (" + num(x) + ", " + num(y) +
+                                    ") on a log axis, where values must be positive");
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    };
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      take(s.x[i], s.y[i]);
+      if (!s.lo.empty()) take(s.x[i], s.lo[i]), take(s.x[i], s.hi[i]);
+    }
   }
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (!std::isfinite(x0)) x0 = 1, x1 = 2, y0 = 1, y1 = 2;
   if (opt.has_ymin) y0 = opt.ymin;
   if (opt.has_ymax) y1 = opt.ymax;
-  if (!(x1 > x0)) x1 = x0 + 1;
-  if (!(y1 > y0)) y0 -= 0.5, y1 += 0.5;
-  const double pad = (y1 - y0) * 0.05;
-  if (!opt.has_ymin) y0 -= pad;
-  if (!opt.has_ymax) y1 += pad;
-  const double left = 60, right = 20, top = opt.title.empty() ? 15 : 30, bottom = 45;
+  const Axis ax = make_axis(x0, x1, opt.log_x, opt.log_base, false);
+  Axis ay = make_axis(y0, y1, opt.log_y, opt.log_base, false);
+  if (!opt.has_ymin || !opt.has_ymax) {  // room above and below the data, not past a fixed end
+    const double p = (ay.hi - ay.lo) * 0.05;
+    if (!opt.has_ymin) ay.lo -= p;
+    if (!opt.has_ymax) ay.hi += p;
+  }
+  const bool legend = opt.legend && !series.empty();
+  double lw = 0;
+  if (legend) {
+    for (const auto& s : series) lw = std::max(lw, text_width(s.name));
+    lw += 40;
+  }
+  const double left = 62, right = 14 + lw, top = opt.title.empty() ? 15 : 32, bottom = 42;
   const double pw = opt.width - left - right, ph = opt.height - top - bottom;
-  auto X = [&](double v) { return left + (v - x0) / (x1 - x0) * pw; };
-  auto Y = [&](double v) { return top + (1 - (v - y0) / (y1 - y0)) * ph; };
+  if (pw < 40 || ph < 40)
+    throw std::invalid_argument("line_svg: a figure of " + std::to_string(opt.width) + " x " + std::to_string(opt.height) +
+                                " leaves no room for the axes beside the legend");
+  auto X = [&](double v) { return left + ax.frac(v) * pw; };
+  auto Y = [&](double v) { return top + (1 - std::clamp(ay.frac(v), 0.0, 1.0)) * ph; };
   std::ostringstream o;
   header(o, opt.width, opt.height);
-  if (!opt.title.empty()) text(o, left + pw / 2, 18, opt.title, "middle", 0, 13);
-  for (double t : ticks(x0, x1)) {
-    o << "<line x1=\"" << num(X(t)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(X(t)) << "\" y2=\"" << num(top + ph) << "\" stroke=\"#e5e5e5\"/>\n";
-    text(o, X(t), top + ph + 15, num(t));
+  if (!opt.title.empty()) text(o, left + pw / 2, 20, opt.title, "middle", 0, 13);
+  for (const auto& [v, label] : ax.tick_list()) {
+    o << "<line x1=\"" << num(X(v)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(X(v)) << "\" y2=\"" << num(top + ph) << "\" stroke=\"#e5e5e5\"/>\n";
+    text(o, X(v), top + ph + 15, label);
   }
-  for (double t : ticks(y0, y1)) {
-    o << "<line x1=\"" << num(left) << "\" y1=\"" << num(Y(t)) << "\" x2=\"" << num(left + pw) << "\" y2=\"" << num(Y(t)) << "\" stroke=\"#e5e5e5\"/>\n";
-    text(o, left - 6, Y(t) + 4, num(t), "end");
+  for (const auto& [v, label] : ay.tick_list()) {
+    o << "<line x1=\"" << num(left) << "\" y1=\"" << num(Y(v)) << "\" x2=\"" << num(left + pw) << "\" y2=\"" << num(Y(v)) << "\" stroke=\"#e5e5e5\"/>\n";
+    text(o, left - 6, Y(v) + 4, label, "end");
   }
   o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n";
   text(o, left + pw / 2, opt.height - 8, opt.xlabel);
   text(o, 16, top + ph / 2, opt.ylabel, "middle", -90);
+  auto point = [&](double x, double y) { return num(X(x)) + ',' + num(Y(y)) + ' '; };
+  for (size_t k = 0; k < series.size(); ++k) {  // bands first, under every line
+    const auto& s = series[k];
+    if (s.lo.empty()) continue;
+    std::string pts;
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.hi[i])) pts += point(s.x[i], s.hi[i]);
+    for (size_t i = s.x.size(); i-- > 0;)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.lo[i])) pts += point(s.x[i], s.lo[i]);
+    o << "<polygon class=\"band\" fill=\"" << palette(k) << "\" fill-opacity=\"0.18\" stroke=\"none\" points=\"" << pts << "\"/>\n";
+  }
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
-    std::ostringstream pts;
+    std::string pts;
     for (size_t i = 0; i < s.x.size(); ++i)
-      if (std::isfinite(s.y[i])) pts << num(X(s.x[i])) << ',' << num(Y(std::clamp(s.y[i], y0, y1))) << ' ';
-    o << "<polyline fill=\"none\" stroke=\"" << palette(k) << "\" stroke-width=\"1.6\"" << (k % 4 == 1 ? " stroke-dasharray=\"6 3\"" : k % 4 == 2 ? " stroke-dasharray=\"2 2\"" : k % 4 == 3 ? " stroke-dasharray=\"8 3 2 3\"" : "") << " points=\"" << pts.str() << "\"/>\n";
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) pts += point(s.x[i], s.y[i]);
+    o << "<polyline fill=\"none\" stroke=\"" << palette(k) << "\" stroke-width=\"1.7\"" << dashes(k) << " points=\"" << pts << "\"/>\n";
   }
-  // Legend, top right inside the axes.
-  const double lw = 20 + 7.0 * [&] { size_t m = 0; for (auto& s : series) m = std::max(m, s.name.size()); return static_cast<double>(m); }();
-  double ly = top + 8;
-  if (!series.empty())
-    o << "<rect x=\"" << num(left + pw - lw - 36) << "\" y=\"" << num(top + 4) << "\" width=\"" << num(lw + 32) << "\" height=\"" << num(16.0 * series.size() + 6) << "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n";
-  for (size_t k = 0; k < series.size(); ++k, ly += 16) {
-    o << "<line x1=\"" << num(left + pw - lw - 30) << "\" y1=\"" << num(ly + 5) << "\" x2=\"" << num(left + pw - lw - 8) << "\" y2=\"" << num(ly + 5) << "\" stroke=\"" << palette(k) << "\" stroke-width=\"1.6\"" << (k % 4 == 1 ? " stroke-dasharray=\"6 3\"" : k % 4 == 2 ? " stroke-dasharray=\"2 2\"" : k % 4 == 3 ? " stroke-dasharray=\"8 3 2 3\"" : "") << "/>\n";
-    text(o, left + pw - lw - 2, ly + 9, series[k].name, "start");
+  if (legend) {
+    const double lx = left + pw + 12;
+    double ly = top + 4;
+    o << "<g class=\"legend\">\n";
+    for (size_t k = 0; k < series.size(); ++k, ly += 17) {
+      o << "<line x1=\"" << num(lx) << "\" y1=\"" << num(ly + 5) << "\" x2=\"" << num(lx + 26) << "\" y2=\"" << num(ly + 5)
+        << "\" stroke=\"" << palette(k) << "\" stroke-width=\"1.7\"" << dashes(k) << "/>\n";
+      text(o, lx + 32, ly + 9, series[k].name, "start");
+    }
+    o << "</g>\n";
   }
   o << "</svg>\n";
   return o.str();
 }
 
-// rows[i][j] as a grid of coloured cells (row 0 at the top), with a colour bar.
+// rows[i][j] as a grid of square cells (row 0 at the top), with a labelled
+// colour bar. The colour range is the map's own min and max unless fixed.
 inline std::string heatmap_svg(const std::vector<std::vector<double>>& rows, const HeatmapOptions& opt) {
   using namespace detail;
   const size_t nr = rows.size(), nc = nr ? rows[0].size() : 0;
   for (const auto& r : rows)
     if (r.size() != nc) throw std::invalid_argument("heatmap_svg: rows of different lengths");
+  if (!opt.xticklabels.empty() && opt.xticklabels.size() != nc)
+    throw std::invalid_argument("heatmap_svg: " + std::to_string(opt.xticklabels.size()) + " column labels for " +
+                                std::to_string(nc) + " columns");
+  if (!opt.yticklabels.empty() && opt.yticklabels.size() != nr)
+    throw std::invalid_argument("heatmap_svg: " + std::to_string(opt.yticklabels.size()) + " row labels for " +
+                                std::to_string(nr) + " rows");
+  if (opt.has_range && !(opt.vmax > opt.vmin))
+    throw std::invalid_argument("heatmap_svg: colour range [" + num(opt.vmin) + ", " + num(opt.vmax) + "] is empty");
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& r : rows)
     for (double v : r)
@@ -177,30 +289,91 @@ inline std::string heatmap_svg(const std::vector<std::vector<double>>& rows, con
   if (opt.has_range) lo = opt.vmin, hi = opt.vmax;
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (!(hi > lo)) hi = lo + 1;
-  const double left = 55, right = 70, top = opt.title.empty() ? 12 : 30, bottom = 45;
-  const double pw = opt.width - left - right, ph = opt.height - top - bottom;
-  const double cw = nc ? pw / nc : pw, ch = nr ? ph / nr : ph;
+  double label_w = 0;
+  for (const auto& l : opt.yticklabels) label_w = std::max(label_w, text_width(l));
+  const double left = std::max(48.0, label_w + 30), right = 78, top = opt.title.empty() ? 12 : 32, bottom = 44;
+  const double cell = std::min(nc ? (opt.width - left - right) / nc : 1e9, nr ? (opt.height - top - bottom) / nr : 1e9);
+  if (!(cell > 0)) throw std::invalid_argument("heatmap_svg: a figure of " + std::to_string(opt.width) + " x " +
+                                               std::to_string(opt.height) + " leaves no room for the cells");
+  const double pw = cell * static_cast<double>(nc), ph = cell * static_cast<double>(nr);
+  // Wide enough for the title, however few the cells.
+  const double width = std::max(left + pw + right, text_width(opt.title, 13) + 16), height = top + ph + bottom;
   std::ostringstream o;
-  header(o, opt.width, opt.height);
-  if (!opt.title.empty()) text(o, left + pw / 2, 18, opt.title, "middle", 0, 13);
+  header(o, width, height);
+  if (!opt.title.empty()) text(o, width / 2, 20, opt.title, "middle", 0, 13);
+  bool hatch = false;
+  for (const auto& r : rows)
+    for (double v : r) hatch = hatch || !std::isfinite(v);
+  if (hatch)
+    o << "<defs><pattern id=\"nan\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+         "<rect width=\"6\" height=\"6\" fill=\"#dddddd\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#aaaaaa\" stroke-width=\"2\"/>"
+         "</pattern></defs>\n";
   for (size_t i = 0; i < nr; ++i)
-    for (size_t j = 0; j < nc; ++j)
-      o << "<rect x=\"" << num(left + j * cw) << "\" y=\"" << num(top + i * ch) << "\" width=\"" << num(cw + 0.3) << "\" height=\"" << num(ch + 0.3) << "\" fill=\"" << blues((rows[i][j] - lo) / (hi - lo)) << "\"/>\n";
+    for (size_t j = 0; j < nc; ++j) {
+      const double v = rows[i][j];
+      o << "<rect x=\"" << num(left + j * cell) << "\" y=\"" << num(top + i * cell) << "\" width=\"" << num(cell + 0.3)
+        << "\" height=\"" << num(cell + 0.3) << "\" fill=\"" << (std::isfinite(v) ? blues((v - lo) / (hi - lo)) : "url(#nan)")
+        << "\"/>\n";
+    }
   o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n";
-  // Integer ticks at cell centres.
-  for (double t : ticks(0, std::max<double>(nc, 1) - 1))
-    if (t == std::floor(t) && t < nc) text(o, left + (t + 0.5) * cw, top + ph + 15, num(t));
-  for (double t : ticks(0, std::max<double>(nr, 1) - 1))
-    if (t == std::floor(t) && t < nr) text(o, left - 6, top + (t + 0.5) * ch + 4, num(t), "end");
-  text(o, left + pw / 2, opt.height - 8, opt.xlabel);
+  // Labels at cell centres: every one when given (or when they fit), else round indices.
+  auto labels = [&](size_t n, const std::vector<std::string>& given, bool x) {
+    const bool all = !given.empty() || cell >= 14;
+    for (size_t t = 0; t < n; ++t) {
+      if (!all) {
+        const auto tk = ticks(0, static_cast<double>(n) - 1);
+        if (std::find(tk.begin(), tk.end(), static_cast<double>(t)) == tk.end()) continue;
+      }
+      const std::string s = given.empty() ? std::to_string(t) : given[t];
+      if (x) text(o, left + (t + 0.5) * cell, top + ph + 15, s);
+      else text(o, left - 6, top + (t + 0.5) * cell + 4, s, "end");
+    }
+  };
+  labels(nc, opt.xticklabels, true);
+  labels(nr, opt.yticklabels, false);
+  text(o, left + pw / 2, height - 8, opt.xlabel);
   text(o, 14, top + ph / 2, opt.ylabel, "middle", -90);
-  // Colour bar: 50 bands from hi (top) to lo (bottom), with ticks.
-  const double bx = left + pw + 14, bw = 14;
+  // Colour bar: 50 bands from hi (top) to lo (bottom), ticks, and its label.
+  const double bx = left + pw + 12, bw = 12;
   for (int k = 0; k < 50; ++k)
     o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top + ph * k / 50.0) << "\" width=\"" << num(bw) << "\" height=\"" << num(ph / 50.0 + 0.3) << "\" fill=\"" << blues(1 - (k + 0.5) / 50.0) << "\"/>\n";
   o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << num(bw) << "\" height=\"" << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n";
   for (double t : ticks(lo, hi, 4))
     text(o, bx + bw + 4, top + (1 - (t - lo) / (hi - lo)) * ph + 4, num(t), "start");
+  if (!opt.colorbar_label.empty()) text(o, left + pw + right - 8, top + ph / 2, opt.colorbar_label, "middle", -90);
+  o << "</svg>\n";
+  return o.str();
+}
+
+// Figures side by side, `columns` to a row (as matplotlib's subplots): each
+// SVG nested at its place, with an optional title over all of them.
+inline std::string grid_svg(const std::vector<std::string>& figures, int columns, const std::string& title = "") {
+  using namespace detail;
+  if (columns < 1) throw std::invalid_argument("grid_svg: columns " + std::to_string(columns) + " must be at least 1");
+  auto attr = [](const std::string& svg, const std::string& name) {
+    const size_t at = svg.find(' ' + name + "=\"");
+    if (svg.rfind("<svg", 0) != 0 || at == std::string::npos || at > svg.find('>'))
+      throw std::invalid_argument("grid_svg: a figure is not an <svg> with a " + name);
+    return std::stod(svg.substr(at + name.size() + 3));
+  };
+  std::vector<double> col_w(static_cast<size_t>(columns), 0), row_h((figures.size() + columns - 1) / columns, 0);
+  for (size_t i = 0; i < figures.size(); ++i) {
+    col_w[i % columns] = std::max(col_w[i % columns], attr(figures[i], "width"));
+    row_h[i / columns] = std::max(row_h[i / columns], attr(figures[i], "height"));
+  }
+  const double top = title.empty() ? 0 : 28;
+  double w = 0, h = top;
+  for (double c : col_w) w += c;
+  for (double r : row_h) h += r;
+  std::ostringstream o;
+  header(o, w, h);
+  if (!title.empty()) text(o, w / 2, 20, title, "middle", 0, 14);
+  for (size_t i = 0; i < figures.size(); ++i) {
+    double x = 0, y = top;
+    for (size_t c = 0; c < i % columns; ++c) x += col_w[c];
+    for (size_t r = 0; r < i / columns; ++r) y += row_h[r];
+    o << "<svg x=\"" << num(x) << "\" y=\"" << num(y) << '"' << figures[i].substr(4);  // "<svg" + " x=.. y=.." + the rest
+  }
   o << "</svg>\n";
   return o.str();
 }

@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 preset=${1:-release}
 
 # clang and its runtime (libFuzzer, sanitizers; only recommended by clang,
-# so named here) build the fuzzer of scripts/fuzz.sh.
+# so named here) build the fuzzer of scripts/fuzz.sh. chromium and python3
+# run the reports' browser test (tests/report_browser.py, headless).
 packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev chromium python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,8 @@
 # Checks what `train_encoder --compare` wrote in DIR, for the tasks TASKS,
 # kinds of positions KINDS (both comma-separated) and SEEDS seeds (by default those of
 # `--compare --tasks shift,count --seeds 2`): the table and CSVs have a row per
-# run (and per position), and every plot is an SVG.
+# run (and per position), every plot is an SVG, and the report and the data
+# it is built from are there.
 if(NOT DEFINED TASKS)
   set(TASKS shift count)
 endif()
@@ -17,9 +18,17 @@ string(REPLACE ";" "|" task_re "${TASKS}")
 string(REPLACE ";" "|" kind_re "${KINDS}")
 list(LENGTH TASKS ntasks)
 list(LENGTH KINDS nkinds)
-set(files results.md results.csv positions.csv)
+set(files results.md results.csv accuracy_by_position.csv settings.md positions.md attention.json report.html)
+# The similarity of positions is drawn for the kinds that have position vectors.
+set(with_vectors FALSE)
+if(KINDS MATCHES "sinusoidal|learned|relative|rotary")
+  set(with_vectors TRUE)
+endif()
 foreach(task ${TASKS})
-  list(APPEND files curves_${task}.svg positions_${task}.svg)
+  list(APPEND files curves_${task}.svg accuracy_by_position_${task}.svg)
+  if(with_vectors)
+    list(APPEND files positions_${task}.svg)
+  endif()
   foreach(kind ${KINDS})
     list(APPEND files attention_${task}_${kind}.svg)
   endforeach()
@@ -47,16 +56,16 @@ foreach(row ${rows})
     message(FATAL_ERROR "bad row in results.csv: ${row}")
   endif()
 endforeach()
-# positions.csv: a row per run and position 1..16 of the longer sequences.
+# accuracy_by_position.csv: a row per run and position 1..16 of the longer sequences.
 math(EXPR want "${runs} * 16 + 1")
-file(STRINGS ${DIR}/positions.csv rows)
+file(STRINGS ${DIR}/accuracy_by_position.csv rows)
 list(LENGTH rows p)
 if(NOT p EQUAL want)
-  message(FATAL_ERROR "positions.csv has ${p} lines, expected ${want}")
+  message(FATAL_ERROR "accuracy_by_position.csv has ${p} lines, expected ${want}")
 endif()
 foreach(row ${rows})
   if(NOT row MATCHES "^(task,positional,seed,position,accuracy|(${task_re}),(${kind_re}),[0-9]+,([1-9]|1[0-6]),[0-9.e-]+)$")
-    message(FATAL_ERROR "bad row in positions.csv: ${row}")
+    message(FATAL_ERROR "bad row in accuracy_by_position.csv: ${row}")
   endif()
 endforeach()
 math(EXPR want "${ntasks} * ${nkinds}")

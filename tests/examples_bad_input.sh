@@ -123,6 +123,9 @@ expect 2 "rotary|even" $te --positional rotary --hidden 12 --heads 4
 expect 2 "--load.*--compare|--compare.*--load" $te --load "$ck" --compare
 expect 2 "--load.*--steps|--steps.*--load" $te --load "$ck" --steps 10
 expect 2 "--load.*--out|--out.*--load" $te --load "$ck" --out "$work/x"
+expect 2 "--report.*(not exist|Directory)" $te --report "$work/no-such-folder"
+expect 2 "--report.*--compare|--compare.*--report" $te --report "$work" --compare
+expect 2 "--report.*--load|--load.*--report" $te --report "$work" --load "$ck"
 expect 2 "--tasks.*--compare" $te --tasks shift
 expect 2 "--seeds.*--compare" $te --seeds 2
 expect 2 "--task.*--compare|--compare.*--task" $te --compare --task sort

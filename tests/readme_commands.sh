@@ -45,7 +45,7 @@ while IFS= read -r line; do
   cmd=${cmd/#scripts\/setup.sh && /}
   case $cmd in
     *train_encoder*--compare*) cmd="$cmd --steps 20 --seeds 1 --eval-every 10" ;;
-    *train_encoder*--load* | *--help*) ;;
+    *train_encoder*--load* | *train_encoder*--report* | *--help*) ;;
     *train_encoder*) cmd="$cmd --steps 20 --eval-every 10" ;;
   esac
   echo "\$ $cmd"

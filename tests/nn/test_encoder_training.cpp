@@ -77,3 +77,52 @@ TEST_CASE("batches follow each task's definition", "[training]") {
     }
   }
 }
+
+TEST_CASE("training evaluates at step 0 and records attention at the asked steps", "[training]") {
+  sg::training::Config c;
+  c.hidden = 16, c.heads = 2, c.ffn = 16, c.blocks = 2, c.batch = 8, c.eval_sequences = 16;
+  c.steps = 6, c.eval_every = 3;
+  c.record_attention_at = {0, 2, 6, 50};  // 50 is past the end: skipped
+  c.record_sequences = 3;
+  sg::set_num_threads(1);
+  sg::manual_seed(c.seed);
+  sg::training::Model model(c);
+  const sg::training::Result r = sg::training::train(model, c);
+  REQUIRE(r.curve.size() == 3);
+  CHECK(r.curve[0].step == 0);
+  CHECK(r.curve[0].grad_norm > 0);
+  CHECK(r.curve[1].step == 3);
+  CHECK(r.step_loss.size() == 6);
+  REQUIRE(r.attention.snapshots.size() == 3);
+  CHECK(r.attention.snapshots[0].step == 0);
+  CHECK(r.attention.snapshots[2].step == 6);
+  const int64_t T = r.attention.examples.ids.shape()[1];
+  CHECK(T == c.max_len);
+  CHECK(r.attention.examples.ids.shape()[0] == 3);
+  const std::vector<int64_t> lens = r.attention.examples.valid_lens.to_vector<int64_t>();
+  for (const auto& snap : r.attention.snapshots) {
+    REQUIRE(snap.blocks.size() == 2);
+    for (const auto& w : snap.blocks) {
+      REQUIRE(w.size() == static_cast<size_t>(3 * 2 * T * T));
+      // Each valid query's weights sum to 1 over the valid keys; padded keys get 0.
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t q = 0; q < lens[static_cast<size_t>(b)]; ++q) {
+          double sum = 0, pad = 0;
+          for (int64_t k = 0; k < T; ++k) {
+            const double v = w[static_cast<size_t>(((b * 2 + 1) * T + q) * T + k)];
+            (k < lens[static_cast<size_t>(b)] ? sum : pad) += v;
+          }
+          CHECK(sum == Approx(1.0).margin(1e-5));
+          CHECK(pad == 0);
+        }
+    }
+  }
+  // Training changed the attention between step 0 and the end.
+  CHECK(r.attention.snapshots[0].blocks[1] != r.attention.snapshots[2].blocks[1]);
+  // Recording does not change training: the same run without it ends with the same loss.
+  sg::training::Config plain = c;
+  plain.record_attention_at.clear();
+  sg::manual_seed(c.seed);
+  sg::training::Model again(plain);
+  CHECK(sg::training::train(again, plain).step_loss == r.step_loss);
+}
