@@ -291,7 +291,10 @@ def run_test(binary, name, timeout, env):
     except subprocess.TimeoutExpired:
         return False, f"timed out after {timeout} s"
     if r.returncode < 0:
-        return False, f"crashed (signal {-r.returncode})"
+        # An exception thrown inside a parallel loop ends the process
+        # (std::terminate): its message is on stderr, after "what():".
+        what = re.search(r"what\(\):\s*(.*)", r.stderr)
+        return False, f"crashed (signal {-r.returncode})" + (f": {what.group(1).strip()}" if what else "")
     try:
         root = ET.fromstring(r.stdout)
     except ET.ParseError:

@@ -136,11 +136,14 @@ TEST_CASE("1.7 kernel::sum_to sums over leading and size-1 axes in float32 and f
 
 TEST_CASE("1.8 kernel::sum_to refuses a shape the tensor was not broadcast from", "[a1][a1.8]") {
   const Tensor x = sg::zeros({2, 3, 4}, sg::float64);
+  // The message names both shapes.
   for (const Shape& to : {Shape{3}, Shape{2, 3, 4, 1}, Shape{5, 3, 4}, Shape{2, 1, 3}}) {
     INFO("sum_to " << test_util::shape_str(to));
-    CHECK_THROWS_AS(sg::kernel::sum_to(x, to), sg::Error);
+    CHECK_THROWS_WITH(sg::kernel::sum_to(x, to), Contains("(2, 3, 4)") && Contains(test_util::shape_str(to)));
   }
   // Same number of elements, not a broadcast: still refused.
-  CHECK_THROWS_AS(sg::kernel::sum_to(sg::zeros({1, 4}, sg::float64), {2, 2}), sg::Error);
-  CHECK_THROWS_AS(sg::kernel::sum_to(sg::zeros({3, 4}, sg::float64), {4, 3}), sg::Error);
+  CHECK_THROWS_WITH(sg::kernel::sum_to(sg::zeros({1, 4}, sg::float64), {2, 2}), Contains("(1, 4)") && Contains("(2, 2)"));
+  CHECK_THROWS_WITH(sg::kernel::sum_to(sg::zeros({3, 4}, sg::float64), {4, 3}), Contains("(3, 4)") && Contains("(4, 3)"));
+  // And a shape it was broadcast from is accepted.
+  CHECK_NOTHROW(sg::kernel::sum_to(x, {3, 1}));
 }
