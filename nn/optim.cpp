@@ -267,6 +267,7 @@ constexpr int64_t kAdamChunk = 1 << 13;
 template <class T>
 void adam_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t begin,
                 int64_t end, const AdamStep<T> st) {
+  // BEGIN ASSIGNMENT 7: adam_range: the update of elements [begin, end) of one parameter and its moments
   for (int64_t j = begin; j < end; ++j) {
     const T pj = p[j] * st.decay_factor;
     const T gj = g[j] + st.wd * pj;
@@ -276,6 +277,7 @@ void adam_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __re
     v[j] = vj;
     p[j] = pj + st.neg_step_size * mj / (std::sqrt(vj) / st.bc2_sqrt + st.eps);
   }
+  // END ASSIGNMENT 7
 }
 
 }  // namespace
@@ -302,6 +304,7 @@ void Adam::update(size_t i) {
     buffers_[1][i] = zeros(p.shape(), p.dtype());
   }
   const AdamOptions& o = options_;
+  // BEGIN ASSIGNMENT 7: Adam::update: the step's constants (bias corrections, Adam's L2 term or AdamW's decoupled decay) for adam_range
   const double t = static_cast<double>(param_steps_[i]);  // already counts this step
   const double step_size = lr_ / (1 - std::pow(o.beta1, t));
   const double bias_correction2_sqrt = std::sqrt(1 - std::pow(o.beta2, t));
@@ -325,6 +328,7 @@ void Adam::update(size_t i) {
       adam_range(pd, gd, md, vd, c * kAdamChunk, std::min(n, (c + 1) * kAdamChunk), st);
     });
   });
+  // END ASSIGNMENT 7
 }
 
 // ================= clipping =================

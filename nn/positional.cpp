@@ -50,6 +50,7 @@ namespace {
 // P: (1, max_len, d) -> X + P[:, offset:offset+T, :] for X: (B, T, d), then dropout.
 Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t offset,
                      const Dropout& dropout) {
+  // BEGIN ASSIGNMENT 6: add_positions: X + P[:, offset:offset+T, :] for X (B, T, d), checked, then dropout
   const int64_t max_len = P.shape()[1], d = P.shape()[2];
   if (X.dim() != 3 || X.shape()[2] != d)
     fail(who, ": input of shape ", X.shape(), " must be (batch, steps, ", d, ")");
@@ -58,6 +59,7 @@ Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t 
     fail(who, ": positions [", offset, ", ", offset + steps, ") for input ", X.shape(),
          " exceed max_len ", max_len);
   return dropout.forward(X + slice(P, 1, offset, offset + steps));
+  // END ASSIGNMENT 6
 }
 
 }  // namespace
@@ -68,6 +70,7 @@ PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_h
   if (len <= 0) fail("PositionalEncoding: max_len must be positive, got ", len);
   Tensor table = empty({1, len, d});
   float* t = table.data<float>();
+  // BEGIN ASSIGNMENT 6: PositionalEncoding's table: the sinusoidal encoding, P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(the same)
   for (int64_t i = 0; i < len; ++i)
     for (int64_t j = 0; j < d / 2; ++j) {
       // Computed in double, then rounded once: matches d2l's float32 table to rounding.
@@ -75,6 +78,7 @@ PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_h
       t[i * d + 2 * j] = static_cast<float>(std::sin(angle));
       t[i * d + 2 * j + 1] = static_cast<float>(std::cos(angle));
     }
+  // END ASSIGNMENT 6
   P = register_buffer("P", table);
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
 }

@@ -54,8 +54,8 @@ no_leftovers() {
 
 # ---- a good checkpoint to damage ----
 good="$work/good"
-"$bin/train_encoder" --steps 20 --eval-every 10 --out "$good" > /dev/null 2>&1 ||
-  { echo "FAIL: cannot train the checkpoint the damaged ones are made from"; exit 1; }
+"$bin/train_encoder" --steps 20 --eval-every 10 --out "$good" > "$work/good.log" 2>&1 ||
+  { echo "FAIL: cannot train the checkpoint the damaged ones are made from:"; cat "$work/good.log"; exit 1; }
 ck="$good/shift_sinusoidal_seed0/checkpoint.safetensors"
 
 # safetensors: 8-byte little-endian header length, JSON header, data.

@@ -9,8 +9,10 @@ namespace sg {
 // Each gradient is summed back over the axes its input was broadcast along.
 Tensor add(const Tensor& a, const Tensor& b) {
   return record("add", kernel::add(a, b), {a, b}, {}, [a, b](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: add's backward: dL/da and dL/db, each summed back to its input's shape
     return {a.requires_grad() ? kernel::sum_to(g, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(g, b.shape()) : Tensor()};
+    // END ASSIGNMENT 1
   });
 }
 
@@ -19,8 +21,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   return record("mul", kernel::mul(a, b), {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
                 [a, b](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: mul's backward: dL/da = g b and dL/db = g a, each summed back to its input's shape
     return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
+    // END ASSIGNMENT 1
   });
 }
 
@@ -28,10 +32,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
   return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: div's backward: dL/da = g / b and dL/db = -g a / b^2, each summed back to its input's shape
     Tensor g_over_b = kernel::div(g, b);
     return {a.requires_grad() ? kernel::sum_to(g_over_b, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::neg(kernel::mul(g_over_b, q)), b.shape())
                               : Tensor()};
+    // END ASSIGNMENT 1
   });
 }
 

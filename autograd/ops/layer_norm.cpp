@@ -16,6 +16,7 @@ namespace {
 template <class T>
 void param_grads(const T* __restrict x, const T* __restrict g, const T* __restrict mean, const T* __restrict rstd,
                  T* __restrict dgamma, T* __restrict dbeta, int64_t rows, int64_t dim) {
+  // BEGIN ASSIGNMENT 4: param_grads: dgamma += g * xhat and dbeta += g, summed over the rows
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * dim, *gr = g + r * dim;
     const T m = mean[r], s = rstd[r];
@@ -24,6 +25,7 @@ void param_grads(const T* __restrict x, const T* __restrict g, const T* __restri
       dbeta[d] += gr[d];
     }
   }
+  // END ASSIGNMENT 4
 }
 
 // One row: y = (x - mean) * rstd * gamma + beta; returns mean and rstd. A
@@ -31,6 +33,7 @@ void param_grads(const T* __restrict x, const T* __restrict g, const T* __restri
 template <class T>
 void normalize_row(const T* __restrict x, const T* __restrict gamma, const T* __restrict beta,
                    T* __restrict y, int64_t dim, T eps, T& mean, T& rstd) {
+  // BEGIN ASSIGNMENT 4: normalize_row: one row's mean, rstd = 1 / sqrt(var + eps) and y = xhat * gamma + beta
   // omp simd: the sums run in vector lanes (plain -O3 keeps them in order, one lane).
   T s = 0;
 #pragma omp simd reduction(+ : s)
@@ -44,6 +47,7 @@ void normalize_row(const T* __restrict x, const T* __restrict gamma, const T* __
   for (int64_t d = 0; d < dim; ++d) y[d] = (x[d] - m) * inv * gamma[d] + beta[d];
   mean = m;
   rstd = inv;
+  // END ASSIGNMENT 4
 }
 
 // One row of dx = rstd * (gx - mean_d(gx) - xhat * mean_d(gx * xhat)), with
@@ -53,6 +57,7 @@ void normalize_row(const T* __restrict x, const T* __restrict gamma, const T* __
 template <class T>
 void input_grad_row(const T* __restrict x, const T* __restrict g, const T* __restrict gamma,
                     T* __restrict dx, int64_t dim, T m, T s) {
+  // BEGIN ASSIGNMENT 4: input_grad_row: dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), gx = g * gamma
   T sum_gx = 0, sum_gx_xhat = 0;
 #pragma omp simd reduction(+ : sum_gx, sum_gx_xhat)
   for (int64_t d = 0; d < dim; ++d) {
@@ -64,6 +69,7 @@ void input_grad_row(const T* __restrict x, const T* __restrict g, const T* __res
 #pragma omp simd
   for (int64_t d = 0; d < dim; ++d)
     dx[d] = s * (g[d] * gamma[d] - mean_gx - (x[d] - m) * s * mean_gx_xhat);
+  // END ASSIGNMENT 4
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor out = kernel::matmul(a, b, ta, tb);
   return record("matmul", out, {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
                 [a, b, ta, tb](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 2: matmul's backward: dL/dA and dL/dB for every transpose flag, summed over broadcast batch axes
     Tensor da, db;
     if (a.requires_grad()) {
       da = ta ? kernel::matmul(b, g, tb, true)     // A stored (K, M): dA = op(B) g^T
@@ -32,6 +33,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       }
     }
     return {da, db};
+    // END ASSIGNMENT 2
   });
 }
 

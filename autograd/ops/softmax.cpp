@@ -16,8 +16,10 @@ namespace sg {
 Tensor softmax(const Tensor& x) {
   Tensor out = kernel::softmax(x);
   return record("softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 3: softmax's backward: dx = y * (g - sum(g * y)) per row
     const Tensor gy = kernel::mul(g, y);
     return {kernel::sub(gy, kernel::mul(y, kernel::sum(gy, -1, true)))};
+    // END ASSIGNMENT 3
   });
 }
 
@@ -25,7 +27,9 @@ Tensor softmax(const Tensor& x) {
 Tensor log_softmax(const Tensor& x) {
   Tensor out = kernel::log_softmax(x);
   return record("log_softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 3: log_softmax's backward: dx = g - softmax(x) * sum(g) per row
     return {kernel::sub(g, kernel::mul(kernel::exp(y), kernel::sum(g, -1, true)))};
+    // END ASSIGNMENT 3
   });
 }
 
@@ -34,6 +38,7 @@ namespace {
 // The valid length of every (b, q) row: from valid_lens (B) or (B, Q), with
 // the causal limit applied; K (all keys) when there is no mask.
 std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens, bool causal) {
+  // BEGIN ASSIGNMENT 3: row_lengths: the valid length of every (b, q) row from valid_lens (B) or (B, Q), causal limit applied
   const int64_t batch = scores.shape()[0], queries = scores.shape()[1], keys = scores.shape()[2];
   std::vector<int64_t> len(static_cast<size_t>(batch * queries), keys);
   if (valid_lens.defined()) {
@@ -57,6 +62,7 @@ std::vector<int64_t> row_lengths(const Tensor& scores, const Tensor& valid_lens,
     for (int64_t r = 0; r < batch * queries; ++r)
       len[static_cast<size_t>(r)] = std::min(len[static_cast<size_t>(r)], r % queries + 1);
   return len;
+  // END ASSIGNMENT 3
 }
 
 }  // namespace
@@ -99,6 +105,7 @@ struct Max {
 // and short reductions, 2x faster than the general loop on 16-key rows.
 template <int kKeys, class T>
 void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int64_t row_keys, T s) {
+  // BEGIN ASSIGNMENT 3: masked_softmax_row: o = softmax(s * x) over the row's first n keys, the others replaced by -1e6
   const int64_t keys = kKeys > 0 ? kKeys : row_keys;
   // -1e6 is the replacement value; it takes part in max and sum like any
   // score. exp_flush, not exp_fast: a replaced key's exp(-1e6 - max) would
@@ -132,6 +139,7 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
   const T inv = T(1) / total;
 #pragma omp simd
   for (int64_t j = 0; j < keys; ++j) o[j] *= inv;
+  // END ASSIGNMENT 3
 }
 
 // One row of the gradient: d_j = s * y_j * (g_j - sum_k g_k y_k) for j < n,
@@ -139,6 +147,7 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
 template <int kKeys, class T>
 void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __restrict d,
                              int64_t n, int64_t row_keys, T s) {
+  // BEGIN ASSIGNMENT 3: masked_softmax_grad_row: d_j = s * y_j * (g_j - sum_k g_k y_k) on the first n keys, 0 past them
   const int64_t keys = kKeys > 0 ? kKeys : row_keys;
   T dot = 0;
   if constexpr (kKeys > 0) {
@@ -155,6 +164,7 @@ void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __
     const T dj = s * y[j] * (g[j] - dot);  // unconditional loads, as in the forward
     d[j] = j < n ? dj : T(0);
   }
+  // END ASSIGNMENT 3
 }
 
 // Runs row(r, keys-as-compile-time-constant-or-0) for every row, choosing

@@ -1,0 +1,149 @@
+// Hidden tests of assignment 1: the backward of add, mul and div with
+// broadcasting, and kernel::sum_to. Gradients are compared with values
+// computed here by naive loops over the broadcast result, for random
+// (never all-ones) output gradients, in float32 and float64, and with
+// float64 gradchecks.
+#include <catch2/catch.hpp>
+
+#include "hidden_util.hpp"
+
+using namespace hidden;
+using Catch::Contains;
+
+namespace {
+
+// The broadcast pairs: trailing vectors, inner and leading size-1 axes, both
+// sides broadcast, shape () and empty tensors.
+const std::vector<std::pair<Shape, Shape>> kPairs = {
+    {{3, 4}, {4}},       {{3, 1, 4}, {2, 1}}, {{1}, {2, 3}},      {{2, 3, 1}, {1, 3, 5}},
+    {{2, 3}, {2, 3}},    {{}, {2, 2}},         {{4, 1, 1}, {1, 2, 3}}, {{0, 3}, {3}},
+};
+
+Shape out_shape(const Shape& a, const Shape& b) { return sg::kernel::broadcast_shapes(a, b, "test"); }
+
+// da[i] = sum over the outputs o that read a[i] of g[o] * da_factor(o), the same for b.
+template <class T>
+void check_binary(const char* op, const std::function<Tensor(const Inputs&)>& fn,
+                  const std::function<double(double, double, double)>& dfa,
+                  const std::function<double(double, double, double)>& dfb, uint64_t seed, double b_shift) {
+  for (const auto& [sa, sb] : kPairs) {
+    const Shape so = out_shape(sa, sb);
+    INFO(op << " of " << test_util::shape_str(sa) << " and " << test_util::shape_str(sb));
+    std::vector<double> a = randoms(sa, seed), b = randoms(sb, seed + 1), g = randoms(so, seed + 2);
+    for (auto& v : b) v += v >= 0 ? b_shift : -b_shift;  // keeps div's denominators away from 0
+    // Round the inputs to T first, so the reference sees the values the op sees.
+    for (auto* v : {&a, &b, &g})
+      for (auto& x : *v) x = static_cast<double>(static_cast<T>(x));
+    std::vector<long double> da(a.size()), db(b.size());
+    for (int64_t o = 0; o < count(so); ++o) {
+      const int64_t ia = broadcast_source(o, so, sa), ib = broadcast_source(o, so, sb);
+      da[static_cast<size_t>(ia)] += static_cast<long double>(g[static_cast<size_t>(o)]) * dfa(a[ia], b[ib], 0);
+      db[static_cast<size_t>(ib)] += static_cast<long double>(g[static_cast<size_t>(o)]) * dfb(a[ia], b[ib], 0);
+    }
+    const auto grads = grads_of(fn, {a, b}, {sa, sb}, g, sg::dtype_of<T>);
+    const std::vector<double> wa(da.begin(), da.end()), wb(db.begin(), db.end());
+    test_util::check_values<T>(grads[0], sa, wa, rel_tol<T>() * 10, abs_tol<T>() * 10);
+    test_util::check_values<T>(grads[1], sb, wb, rel_tol<T>() * 10, abs_tol<T>() * 10);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("1.1 add backward sums g over the broadcast axes in float32 and float64", "[a1][a1.1]") {
+  auto fn = [](const Inputs& in) { return sg::add(in[0], in[1]); };
+  auto one = [](double, double, double) { return 1.0; };
+  check_binary<double>("add", fn, one, one, 11, 0);
+  check_binary<float>("add", fn, one, one, 12, 0);
+}
+
+TEST_CASE("1.2 mul backward is g b and g a summed over the broadcast axes", "[a1][a1.2]") {
+  auto fn = [](const Inputs& in) { return sg::mul(in[0], in[1]); };
+  auto da = [](double, double b, double) { return b; };
+  auto db = [](double a, double, double) { return a; };
+  check_binary<double>("mul", fn, da, db, 21, 0);
+  check_binary<float>("mul", fn, da, db, 22, 0);
+}
+
+TEST_CASE("1.3 div backward is g / b and -g a / b^2 summed over the broadcast axes", "[a1][a1.3]") {
+  auto fn = [](const Inputs& in) { return sg::div(in[0], in[1]); };
+  auto da = [](double, double b, double) { return 1.0 / b; };
+  auto db = [](double a, double b, double) { return -a / (b * b); };
+  check_binary<double>("div", fn, da, db, 31, 0.5);
+  check_binary<float>("div", fn, da, db, 32, 0.5);
+}
+
+TEST_CASE("1.4 add mul and div gradcheck in float64 for every broadcast pair", "[a1][a1.4]") {
+  uint64_t seed = 40;
+  for (const auto& [sa, sb] : kPairs) {
+    if (count(sa) == 0 || count(sb) == 0) continue;  // nothing to check numerically
+    const Tensor a = test_util::normal(sa, ++seed), b = test_util::normal(sb, ++seed);
+    const Tensor bpos = sg::kernel::affine(sg::kernel::abs(b), 1.0, 0.5);
+    const std::string shapes = test_util::shape_str(sa) + " and " + test_util::shape_str(sb);
+    gradcheck("add " + shapes, [](const Inputs& in) { return in[0] + in[1]; }, {a, b});
+    gradcheck("mul " + shapes, [](const Inputs& in) { return in[0] * in[1]; }, {a, b});
+    gradcheck("div " + shapes, [](const Inputs& in) { return in[0] / in[1]; }, {a, bpos});
+    // An input used twice: both gradients are added.
+    gradcheck("mul twice " + shapes, [](const Inputs& in) { return (in[0] * in[1]) * in[0]; }, {a, b});
+  }
+}
+
+TEST_CASE("1.5 gradients flow through permuted inputs and broadcast results", "[a1][a1.5]") {
+  // Inputs that are a permutation of another tensor, and a chain of broadcasts.
+  const Tensor a = test_util::normal({4, 3}, 51), b = test_util::normal({3, 1}, 52), c = test_util::normal({2, 1, 4}, 53);
+  gradcheck("permuted a + b", [](const Inputs& in) { return sg::permute(in[0], {1, 0}) + in[1]; }, {a, b});
+  gradcheck("chain", [](const Inputs& in) {
+    return (sg::permute(in[0], {1, 0}) * in[1]) / (in[2] * in[2] + 1.0) - in[1];
+  }, {a, b, c});
+}
+
+TEST_CASE("1.6 only the inputs that require grad get a gradient", "[a1][a1.6]") {
+  for (int which = 0; which < 2; ++which) {
+    Tensor a = test_util::normal({2, 3}, 61), b = test_util::normal({3}, 62);
+    (which == 0 ? a : b).set_requires_grad();
+    const Tensor g = test_util::normal({2, 3}, 63);
+    for (int op = 0; op < 3; ++op) {
+      Tensor x = a.detach(), y = b.detach();
+      (which == 0 ? x : y).set_requires_grad();
+      const Tensor y2 = y + 3.0;  // keeps denominators away from 0
+      sg::backward(op == 0 ? x + y2 : op == 1 ? x * y2 : x / y2, g);
+      CHECK((which == 0 ? x : y).grad().defined());
+      CHECK(!(which == 0 ? y : x).grad().defined());
+    }
+  }
+}
+
+TEST_CASE("1.7 kernel::sum_to sums over leading and size-1 axes in float32 and float64", "[a1][a1.7]") {
+  const Shape from{2, 3, 4, 5};
+  const std::vector<Shape> targets = {{2, 3, 4, 5}, {3, 4, 5}, {5}, {1}, {}, {4, 1}, {2, 1, 1, 5},
+                                      {1, 3, 1, 1}, {3, 1, 5}, {1, 1, 1, 1}};
+  const std::vector<double> x = randoms(from, 71);
+  for (const Shape& to : targets) {
+    INFO("sum_to " << test_util::shape_str(to));
+    std::vector<long double> want(static_cast<size_t>(count(to)));
+    for (int64_t i = 0; i < count(from); ++i) want[static_cast<size_t>(broadcast_source(i, from, to))] += x[static_cast<size_t>(i)];
+    const std::vector<double> w(want.begin(), want.end());
+    test_util::check_values<double>(sg::kernel::sum_to(tensor(x, from, sg::float64), to), to, w, 1e-12, 1e-13);
+    std::vector<double> xf(x.size());
+    std::vector<long double> wantf(w.size());
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = static_cast<float>(x[i]);
+    for (int64_t i = 0; i < count(from); ++i) wantf[static_cast<size_t>(broadcast_source(i, from, to))] += xf[static_cast<size_t>(i)];
+    test_util::check_values<float>(sg::kernel::sum_to(tensor(xf, from, sg::float32), to), to,
+                                   std::vector<double>(wantf.begin(), wantf.end()), 1e-5, 1e-5);
+  }
+  // An empty axis sums to zeros.
+  test_util::check_values<double>(sg::kernel::sum_to(sg::zeros({0, 3}, sg::float64), {3}), {3}, {0, 0, 0}, 0, 0);
+}
+
+TEST_CASE("1.8 kernel::sum_to refuses a shape the tensor was not broadcast from", "[a1][a1.8]") {
+  const Tensor x = sg::zeros({2, 3, 4}, sg::float64);
+  // The message names both shapes.
+  for (const Shape& to : {Shape{3}, Shape{2, 3, 4, 1}, Shape{5, 3, 4}, Shape{2, 1, 3}}) {
+    INFO("sum_to " << test_util::shape_str(to));
+    CHECK_THROWS_WITH(sg::kernel::sum_to(x, to), Contains("(2, 3, 4)") && Contains(test_util::shape_str(to)));
+  }
+  // Same number of elements, not a broadcast: still refused.
+  CHECK_THROWS_WITH(sg::kernel::sum_to(sg::zeros({1, 4}, sg::float64), {2, 2}), Contains("(1, 4)") && Contains("(2, 2)"));
+  CHECK_THROWS_WITH(sg::kernel::sum_to(sg::zeros({3, 4}, sg::float64), {4, 3}), Contains("(3, 4)") && Contains("(4, 3)"));
+  // And a shape it was broadcast from is accepted.
+  CHECK_NOTHROW(sg::kernel::sum_to(x, {3, 1}));
+}

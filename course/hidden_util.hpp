@@ -1,0 +1,77 @@
+#pragma once
+// Helpers of the hidden tests (course/NN-name/hidden/), on top of the public
+// tests' tests/test_util.hpp. The grader copies this file from the kit, never
+// from a student's tree.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <smallgrad.hpp>
+
+#include "test_util.hpp"
+
+namespace hidden {
+
+using sg::Shape;
+using sg::Tensor;
+using Inputs = std::vector<Tensor>;
+using test_util::count;
+
+// Seeded N(0, 1) values from the standard library, independent of sg's generator.
+inline std::vector<double> randoms(const Shape& s, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(0.0, scale);
+  std::vector<double> v(static_cast<size_t>(count(s)));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A tensor of dtype `dtype` holding v.
+inline Tensor tensor(const std::vector<double>& v, const Shape& s, sg::DType dtype) {
+  return sg::kernel::to(sg::from_vector(v, s, sg::float64), dtype);
+}
+
+// The gradients of inputs (leaves of `dtype`) when `fn`'s output receives
+// the output gradient `g` (never all ones: a backward that ignores its
+// incoming gradient must not pass).
+inline std::vector<Tensor> grads_of(const std::function<Tensor(const Inputs&)>& fn,
+                                    const std::vector<std::vector<double>>& values, const std::vector<Shape>& shapes,
+                                    const std::vector<double>& g, sg::DType dtype) {
+  Inputs in;
+  for (size_t i = 0; i < values.size(); ++i) in.push_back(tensor(values[i], shapes[i], dtype).set_requires_grad());
+  const Tensor out = fn(in);
+  REQUIRE(static_cast<size_t>(out.numel()) == g.size());
+  sg::backward(out, tensor(g, out.shape(), dtype));
+  std::vector<Tensor> grads;
+  for (const Tensor& t : in) grads.push_back(t.grad());
+  return grads;
+}
+
+// Element `flat` of the broadcast result `out`, mapped to its element of
+// `in` (both shapes aligned at the right, size-1 axes repeated).
+inline int64_t broadcast_source(int64_t flat, const Shape& out, const Shape& in) {
+  const auto idx = test_util::unravel(flat, out);
+  int64_t src = 0;
+  const size_t lead = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) src = src * in[k] + (in[k] == 1 ? 0 : idx[lead + k]);
+  return src;
+}
+
+// Tolerances for values computed in T against long double references.
+template <class T>
+constexpr double rel_tol() { return std::is_same_v<T, float> ? 2e-5 : 1e-12; }
+template <class T>
+constexpr double abs_tol() { return std::is_same_v<T, float> ? 2e-6 : 1e-13; }
+
+// sg::gradcheck in float64 (its output weights are random, never all ones),
+// required to pass on every element.
+inline void gradcheck(const std::string& name, const std::function<Tensor(const Inputs&)>& fn, const Inputs& in,
+                      sg::GradcheckOptions o = {}) {
+  test_util::check_gradient(name, fn, in, o);
+}
+
+}  // namespace hidden

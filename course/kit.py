@@ -1,0 +1,597 @@
+#!/usr/bin/python3
+"""smallgrad's course kit: make a student tree, grade one, prove the hidden
+tests catch the planted bugs. Run it through scripts/course.sh; the
+instructor's guide is docs/course.md.
+
+The library is the reference solution. The regions students write are marked
+in its own files by comment lines:
+
+    // BEGIN ASSIGNMENT 3: masked_softmax_row: what to write, in one line
+    ...the reference code...
+    // END ASSIGNMENT 3
+
+`make` replaces each region by a stub that throws sg::Error naming the
+assignment and the function; everything else is copied as it is.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the kit's (instructor's) checkout
+COURSE = ROOT / "course"
+BEGIN = re.compile(r"^(\s*)// BEGIN ASSIGNMENT (\d+): (.+?)\s*$")
+END = re.compile(r"^(\s*)// END ASSIGNMENT (\d+)\s*$")
+# What a student tree never gets: the hidden tests, the planted bugs, the
+# grader and the instructor's guide (which shows a planted bug).
+INSTRUCTOR_ONLY = re.compile(r"^(course/[^/]+/(hidden|bugs)/|course/kit\.py$|course/CMakeLists\.txt$|course/hidden_util\.hpp$|"
+                             r"scripts/course\.sh$|docs/course\.md$)")
+# The library's sources, which grading takes from the student's tree.
+LIBRARY_DIRS = ("core", "autograd", "nn")
+
+
+class KitError(Exception):
+    pass
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+# ---------------------------------------------------------------- assignments
+
+def assignments():
+    """{number: folder} for every course/NN-name folder."""
+    out = {}
+    for d in sorted(COURSE.glob("[0-9][0-9]-*")):
+        if d.is_dir():
+            out[int(d.name[:2])] = d
+    return out
+
+
+def parse_selection(text, known):
+    if not text or text == "all":
+        return sorted(known)
+    chosen = []
+    for part in text.split(","):
+        if not part.strip().isdigit() or int(part) not in known:
+            raise KitError(f"assignment '{part}' is not one of {', '.join(map(str, sorted(known)))} "
+                           f"(folders course/NN-name)")
+        chosen.append(int(part))
+    return sorted(set(chosen))
+
+
+def regions(lines, path):
+    """[(begin_line, end_line, number, what)] of a file's marked regions, checked for pairing."""
+    out, open_region = [], None
+    for i, line in enumerate(lines):
+        b, e = BEGIN.match(line), END.match(line)
+        if b:
+            if open_region:
+                raise KitError(f"{path}:{i + 1}: BEGIN ASSIGNMENT inside the region opened at line {open_region[0] + 1}")
+            open_region = (i, int(b.group(2)), b.group(3), b.group(1))
+        elif e:
+            if not open_region or int(e.group(2)) != open_region[1]:
+                raise KitError(f"{path}:{i + 1}: END ASSIGNMENT {e.group(2)} without its BEGIN")
+            out.append((open_region[0], i, open_region[1], open_region[2], open_region[3]))
+            open_region = None
+    if open_region:
+        raise KitError(f"{path}:{open_region[0] + 1}: BEGIN ASSIGNMENT {open_region[1]} is never closed")
+    return out
+
+
+def function_of(what):
+    """The function a region is, from its marker: the text before the first ': '."""
+    return what.split(": ", 1)[0]
+
+
+def stub_message(number, what, path):
+    folder = assignments().get(number)
+    where = f"course/{folder.name}/README.md" if folder else "the course's README"
+    return f"assignment {number} not written yet: {function_of(what)} in {path} (see {where})"
+
+
+def stubbed(text, path, handed_out):
+    """The file with the handed-out regions replaced by stubs and the other markers removed."""
+    lines = text.split("\n")
+    found = regions(lines, path)
+    if not found:
+        return text
+    out, pos = [], 0
+    for begin, end, number, what, indent in found:
+        out.extend(lines[pos:begin])
+        if number in handed_out:
+            msg = stub_message(number, what, path).replace("\\", "\\\\").replace('"', '\\"')
+            out += [lines[begin],
+                    f"{indent}// Your code here. Until it is written this throws:",
+                    f'{indent}::sg::fail("{msg}");',
+                    lines[end]]
+        else:
+            out.extend(lines[begin + 1:end])
+        pos = end + 1
+    out.extend(lines[pos:])
+    return "\n".join(out)
+
+
+def tracked_files(root):
+    r = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise KitError(f"git ls-files in {root} failed: {r.stderr.strip()}")
+    return [f for f in r.stdout.split("\0") if f]
+
+
+def all_regions():
+    """{number: [(path, what)]} over the library's tracked sources."""
+    out = {}
+    for rel in tracked_files(ROOT):
+        if not rel.startswith(LIBRARY_DIRS) or not rel.endswith((".cpp", ".hpp")):
+            continue
+        lines = (ROOT / rel).read_text().split("\n")
+        for _, _, number, what, _ in regions(lines, rel):
+            out.setdefault(number, []).append((rel, what))
+    return out
+
+
+# ---------------------------------------------------------------- make
+
+def cmd_make(args):
+    known = assignments()
+    chosen = parse_selection(args.assignments, known)
+    marked = all_regions()
+    for n in chosen:
+        if n not in marked:
+            raise KitError(f"assignment {n} ({known[n].name}) marks no region in the library's sources")
+    out = Path(args.out).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise KitError(f"{out} exists and is not empty: give a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
+    try:
+        count = 0
+        for rel in tracked_files(ROOT):
+            if INSTRUCTOR_ONLY.match(rel):
+                continue
+            m = re.match(r"^course/(\d\d)-[^/]+/", rel)
+            if m and int(m.group(1)) not in chosen:
+                continue  # only the handed-out assignments' READMEs
+            src, dst = ROOT / rel, tmp / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if rel.startswith(LIBRARY_DIRS) and rel.endswith((".cpp", ".hpp")):
+                dst.write_text(stubbed(src.read_text(), rel, chosen))
+            else:
+                shutil.copy2(src, dst)
+            count += 1
+        if out.exists():
+            out.rmdir()
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    say(f"student tree: {out} ({count} files), assignments {', '.join(map(str, chosen))} stubbed:")
+    for n in chosen:
+        for rel, what in marked[n]:
+            say(f"  {n}  {rel}: {function_of(what)}")
+
+
+# ---------------------------------------------------------------- the scratch build
+
+def run(cmd, log, env=None, cwd=None, timeout=None):
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(map(str, cmd)) + "\n")
+        f.flush()
+        return subprocess.run(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                              timeout=timeout).returncode
+
+
+def prepare_scratch(scratch, library_root):
+    """scratch/src: the library's sources from library_root (the student's tree
+    or the reference), with the kit's own CMakeLists.txt and test helpers;
+    scratch/src/kit: the kit's grading project and hidden tests. Files whose
+    content is unchanged keep their time stamps, so a rebuild compiles only
+    what differs from the last grade in this scratch folder."""
+    src = scratch / "src"
+    wanted = {}
+    for d in LIBRARY_DIRS:
+        base = library_root / d
+        if base.is_dir():
+            for p in base.rglob("*"):
+                if p.is_file() and p.suffix in (".cpp", ".hpp", ".h"):
+                    wanted[p.relative_to(library_root).as_posix()] = p
+    if not (library_root / "smallgrad.hpp").is_file():
+        raise KitError(f"{library_root} has no smallgrad.hpp: not a smallgrad tree")
+    wanted["smallgrad.hpp"] = library_root / "smallgrad.hpp"
+    # Never the student's: the build of the library and everything the tests use.
+    wanted["CMakeLists.txt"] = ROOT / "CMakeLists.txt"
+    wanted["tests/test_util.hpp"] = ROOT / "tests" / "test_util.hpp"
+    wanted["kit/CMakeLists.txt"] = COURSE / "CMakeLists.txt"
+    wanted["kit/hidden_util.hpp"] = COURSE / "hidden_util.hpp"
+    for folder in assignments().values():
+        for p in (folder / "hidden").glob("*"):
+            if p.is_file():
+                wanted[f"kit/{folder.name}/hidden/{p.name}"] = p
+    if src.exists():
+        for p in list(src.rglob("*")):
+            if p.is_file() and p.relative_to(src).as_posix() not in wanted:
+                p.unlink()
+    for rel, p in wanted.items():
+        dst = src / rel
+        data = p.read_bytes()
+        if dst.is_file() and dst.read_bytes() == data:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(data)
+    return src
+
+
+def configure(scratch, log):
+    build = scratch / "build"
+    if (build / "CMakeCache.txt").is_file():
+        return build
+    cmd = ["cmake", "-S", scratch / "src" / "kit", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+           f"-DSMALLGRAD_SOURCE={scratch / 'src'}"]
+    if shutil.which("ccache"):
+        cmd.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    if run(cmd, log) != 0:
+        raise KitError(f"configuring the grading build failed: see {log}")
+    return build
+
+
+def build_targets(build, targets, log, jobs):
+    return run(["cmake", "--build", build, "-j", str(jobs), "--target", *targets], log)
+
+
+def hidden_exe(build, n):
+    for p in (build / f"hidden_{n:02d}", build / "kit" / f"hidden_{n:02d}"):
+        if p.is_file():
+            return p
+    return build / f"hidden_{n:02d}"
+
+
+def test_names(binary):
+    r = subprocess.run([str(binary), "--list-test-names-only"], capture_output=True, text=True, timeout=60)
+    names = [l for l in r.stdout.split("\n") if l.strip()]
+    for name in names:
+        if re.search(r"[,\[\]~\\*\"]", name):
+            raise KitError(f"{binary.name}: test name '{name}' has a character Catch2 reads as syntax "
+                           "(, [ ] ~ \\ * \"): rename it")
+    return names
+
+
+def failure_message(case):
+    """The first failure of a Catch2 XML TestCase: expression, exception or FAIL text."""
+    parts = []
+    for el in case.iter():
+        if el.tag == "Expression" and el.get("success") == "false":
+            info = " ".join((el.findtext("Expanded") or "").split())
+            exc = el.findtext("Exception")
+            parts.append(f"{el.get('filename', '').split('/')[-1]}:{el.get('line')}: "
+                         + (f"threw: {exc.strip()}" if exc else f"{(el.findtext('Original') or '').strip()} with {info}"))
+            break
+        if el.tag in ("Exception", "Failure", "FatalErrorCondition"):
+            parts.append(f"{el.get('filename', '').split('/')[-1]}:{el.get('line')}: {(el.text or '').strip()}")
+            break
+    infos = [" ".join((i.text or "").split()) for i in case.iter("Info")]
+    msg = parts[0] if parts else "failed"
+    if infos:
+        msg += " [" + "; ".join(infos[:3]) + "]"
+    return msg[:2000]
+
+
+def run_test(binary, name, timeout, env):
+    """(passed, message) of one hidden test case, in its own process with a time limit."""
+    try:
+        r = subprocess.run([str(binary), name, "-r", "xml"], capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout} s"
+    if r.returncode < 0:
+        # An exception thrown inside a parallel loop ends the process
+        # (std::terminate): its message is on stderr, after "what():".
+        what = re.search(r"what\(\):\s*(.*)", r.stderr)
+        return False, f"crashed (signal {-r.returncode})" + (f": {what.group(1).strip()}" if what else "")
+    try:
+        root = ET.fromstring(r.stdout)
+    except ET.ParseError:
+        return False, f"no report (exit code {r.returncode}): {r.stderr.strip()[:500]}"
+    cases = list(root.iter("TestCase"))
+    if len(cases) != 1:
+        return False, f"expected one test case named '{name}', ran {len(cases)}"
+    ok = cases[0].find("OverallResult").get("success") == "true"
+    return ok, "" if ok else failure_message(cases[0])
+
+
+def grade_tree(tree, chosen, scratch, timeout, jobs, log):
+    """{number: (folder, [(name, passed, message)], build_error)}"""
+    prepare_scratch(scratch, tree)
+    build = configure(scratch, log)
+    results = {}
+    known = assignments()
+    lib_ok = build_targets(build, ["smallgrad"], log, jobs) == 0
+    env = dict(os.environ)
+    for n in chosen:
+        folder = known[n]
+        if not lib_ok:
+            results[n] = (folder, [], f"the library did not build: see {log}")
+            continue
+        if build_targets(build, [f"hidden_{n:02d}"], log, jobs) != 0:
+            results[n] = (folder, [], f"the hidden tests did not build against this library: see {log}")
+            continue
+        binary = hidden_exe(build, n)
+        tests = [(name, *run_test(binary, name, timeout, env)) for name in test_names(binary)]
+        results[n] = (folder, tests, None)
+    return results
+
+
+def hidden_test_count(n, folder):
+    return len(re.findall(r"^TEST_CASE\(", "\n".join(p.read_text() for p in (folder / "hidden").glob("*.cpp")), re.M))
+
+
+def write_grade(results, out_dir, tree):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"tree": str(tree), "assignments": []}
+    suites = ET.Element("testsuites")
+    total = total_max = 0
+    for n, (folder, tests, error) in sorted(results.items()):
+        max_points = hidden_test_count(n, folder)  # one point per hidden test case
+        points = sum(1 for _, ok, _ in tests if ok) if not error else 0
+        total, total_max = total + points, total_max + max_points
+        entry = {"number": n, "name": folder.name, "points": points, "max_points": max_points,
+                 "tests": [{"name": name, "passed": ok, "message": msg} for name, ok, msg in tests]}
+        if error:
+            entry["error"] = error
+        doc["assignments"].append(entry)
+        suite = ET.SubElement(suites, "testsuite", name=folder.name,
+                              tests=str(max(len(tests), 1) if error else len(tests)),
+                              failures=str(1 if error else sum(1 for _, ok, _ in tests if not ok)))
+        if error:
+            case = ET.SubElement(suite, "testcase", classname=folder.name, name="build")
+            ET.SubElement(case, "failure", message=error)
+        for name, ok, msg in tests:
+            case = ET.SubElement(suite, "testcase", classname=folder.name, name=name)
+            if not ok:
+                ET.SubElement(case, "failure", message=msg).text = msg
+    doc["points"], doc["max_points"] = total, total_max
+    for name, data in (("grade.json", json.dumps(doc, indent=2) + "\n"),
+                       ("grade.junit.xml", ET.tostring(suites, encoding="unicode") + "\n")):
+        tmp = out_dir / f".{name}.tmp-{os.getpid()}"
+        tmp.write_text(data)
+        tmp.replace(out_dir / name)
+    return doc
+
+
+def default_scratch(kind):
+    return Path(os.environ.get("COURSE_SCRATCH", ROOT / "build" / "course")) / kind
+
+
+def cmd_grade(args):
+    tree = Path(args.tree).resolve()
+    if not tree.is_dir():
+        raise KitError(f"student tree {tree} is not a folder")
+    known = {n: f for n, f in assignments().items() if (f / "hidden").is_dir()}
+    chosen = parse_selection(args.assignments, known)
+    scratch = Path(args.scratch).resolve() if args.scratch else default_scratch("grade")
+    scratch.mkdir(parents=True, exist_ok=True)
+    log = scratch / "build.log"
+    log.write_text("")
+    start = time.time()
+    results = grade_tree(tree, chosen, scratch, args.timeout, args.jobs, log)
+    doc = write_grade(results, Path(args.out).resolve(), tree)
+    for a in doc["assignments"]:
+        say(f"assignment {a['number']:2d} {a['name']:<28} {a['points']:3d} / {a['max_points']}"
+            + (f"   {a['error']}" if "error" in a else ""))
+        for t in a["tests"]:
+            if not t["passed"]:
+                say(f"    FAILED {t['name']}: {t['message'][:300]}")
+    say(f"total {doc['points']} / {doc['max_points']}; grade.json and grade.junit.xml in {Path(args.out).resolve()} "
+        f"({time.time() - start:.0f} s)")
+    return doc
+
+
+# ---------------------------------------------------------------- planted bugs
+
+def read_bug(path):
+    """A planted bug: 'file:' and 'why:' lines, then the text to find and its
+    replacement, between '<<<<', '====' and '>>>>' lines."""
+    text = path.read_text()
+    m = re.search(r"^file:\s*(\S+)\s*$", text, re.M)
+    w = re.search(r"^why:\s*(.+)$", text, re.M)
+    body = re.search(r"^<<<<\n(.*?)\n====\n(.*?)\n?>>>>$", text, re.M | re.S)
+    if not (m and w and body):
+        raise KitError(f"{path}: a bug file needs 'file: PATH', 'why: TEXT' and <<<< search ==== replace >>>>")
+    return m.group(1), w.group(1).strip(), body.group(1), body.group(2)
+
+
+def apply_bug(src_root, bug_path, number):
+    rel, why, search, replace = read_bug(bug_path)
+    target = src_root / rel
+    if not target.is_file():
+        raise KitError(f"{bug_path}: {rel} is not a library file")
+    text = target.read_text()
+    if text.count(search) != 1:
+        raise KitError(f"{bug_path}: the text to replace occurs {text.count(search)} times in {rel}, not once")
+    at = text.index(search)
+    inside = any(text[:at].count("\n") > b and text[:at].count("\n") < e and n == number
+                 for b, e, n, _, _ in regions(text.split("\n"), rel))
+    if not inside:
+        raise KitError(f"{bug_path}: the bug is not inside a region of assignment {number} in {rel}")
+    target.write_text(text.replace(search, replace))
+    return target, text, why
+
+
+def cmd_check_tests(args, known=None):
+    known = known or {n: f for n, f in assignments().items() if (f / "hidden").is_dir()}
+    chosen = parse_selection(args.assignments, known)
+    scratch = default_scratch("reference")
+    scratch.mkdir(parents=True, exist_ok=True)
+    log = scratch / "build.log"
+    log.write_text("")
+    start = time.time()
+    # The reference must pass every hidden test first.
+    results = grade_tree(ROOT, chosen, scratch, args.timeout, args.jobs, log)
+    bad = [(n, name, msg) for n, (_, tests, err) in results.items() for name, ok, msg in tests if not ok]
+    errors = [(n, err) for n, (_, _, err) in results.items() if err]
+    if errors or bad:
+        for n, err in errors:
+            say(f"reference: assignment {n}: {err}")
+        for n, name, msg in bad:
+            say(f"reference FAILS hidden test of assignment {n}: {name}: {msg}")
+        raise KitError("the reference (the library itself) must pass every hidden test")
+    say(f"reference passes all {sum(len(t) for _, t, _ in results.values())} hidden tests "
+        f"({time.time() - start:.0f} s)")
+    build, src = scratch / "build", scratch / "src"
+    scores, all_caught = {}, True
+    for n in chosen:
+        bugs = sorted((known[n] / "bugs").glob("*.bug"))
+        if len(bugs) < 5:
+            say(f"assignment {n}: only {len(bugs)} planted bugs (at least 5 wanted)")
+            all_caught = False
+        caught = 0
+        for bug in bugs:
+            t0 = time.time()
+            target, original, why = apply_bug(src, bug, n)
+            try:
+                if build_targets(build, [f"hidden_{n:02d}"], log, args.jobs) != 0:
+                    raise KitError(f"{bug}: the mutant does not compile (see {log}); a planted bug must build")
+                binary = hidden_exe(build, n)
+                try:
+                    r = subprocess.run([str(binary), "-r", "compact", "--abort"], capture_output=True, text=True,
+                                       timeout=args.timeout)
+                    hit = r.returncode != 0
+                    first = next((l for l in r.stdout.split("\n") if "failed" in l), "").strip()
+                except subprocess.TimeoutExpired:
+                    hit, first = True, f"timed out after {args.timeout} s"
+            finally:
+                target.write_text(original)
+            caught += hit
+            say(f"  {n}  {'caught ' if hit else 'MISSED '} {bug.name:<40} {time.time() - t0:5.1f} s  {why}"
+                + (f"\n        {first[:200]}" if hit and args.verbose else ""))
+        scores[n] = (caught, len(bugs))
+        all_caught &= caught == len(bugs)
+    # Rebuild the reference so the scratch tree is left as it was.
+    build_targets(build, [f"hidden_{n:02d}" for n in chosen], log, args.jobs)
+    say("mutation score per assignment:")
+    for n, (c, t) in scores.items():
+        say(f"  {n:2d} {known[n].name:<28} {c}/{t} = {100 * c / max(t, 1):.0f}%")
+    say(f"check-tests: {time.time() - start:.0f} s")
+    if not all_caught:
+        raise KitError("mutation score below 100%: a hidden test must fail for every planted bug")
+
+
+# ---------------------------------------------------------------- self-check
+
+def cmd_self_check(args):
+    start = time.time()
+    known = {n: f for n, f in assignments().items() if (f / "hidden").is_dir()}
+    # 1 and 2: the reference passes every hidden test; every planted bug is caught.
+    cmd_check_tests(args, known)
+    chosen = sorted(known)
+    # 3: a student tree with every assignment handed out, and one with a
+    # single one: the first fails every hidden test with a stub message, the
+    # second only that assignment's.
+    base = default_scratch("self-check")
+    shutil.rmtree(base, ignore_errors=True)
+    single = max(chosen)
+    for label, handed in (("all", chosen), (f"only-{single}", [single])):
+        tree = base / f"student-{label}"
+        cmd_make(argparse.Namespace(out=str(tree), assignments=",".join(map(str, handed))))
+        log = base / f"grade-{label}.log"
+        results = grade_tree(tree, chosen, default_scratch("grade-self-check"), args.timeout, args.jobs, log)
+        problems = []
+        for n, (_, tests, err) in results.items():
+            if err:
+                problems.append(f"assignment {n}: {err}")
+            for name, ok, msg in tests:
+                if n in handed and (ok or "not written yet" not in msg):
+                    problems.append(f"assignment {n} handed out, but '{name}' "
+                                    + ("passes" if ok else f"fails without a stub message: {msg}"))
+                if n not in handed and not ok:
+                    problems.append(f"assignment {n} not handed out, but '{name}' fails: {msg}")
+        if problems:
+            for p in problems:
+                say("  " + p)
+            raise KitError(f"student tree with assignments {handed}: {len(problems)} problems")
+        say(f"student tree ({label}): builds; hidden tests fail exactly for assignments {handed}, "
+            f"each with its stub message")
+        if args.public_build:
+            check_public_suite(handed, default_scratch("grade-self-check"), args)
+    say(f"self-check passed in {time.time() - start:.0f} s")
+
+
+def check_public_suite(handed, scratch, args):
+    """The public suite of the main build (README's commands), run by ctest
+    against the student tree's library (LD_LIBRARY_PATH comes before the
+    test programs' RUNPATH): every failing test fails with a stub message,
+    and every handed-out assignment has public tests that fail."""
+    build = Path(args.public_build).resolve()
+    if not (build / "CTestTestfile.cmake").is_file():
+        raise KitError(f"--public-build {build} is not a configured build with tests")
+    lib_dir = scratch / "build" / "smallgrad"
+    junit = scratch / "public-suite.xml"
+    env = dict(os.environ, LD_LIBRARY_PATH=str(lib_dir))
+    start = time.time()
+    # Not the two tests that install and build programs of their own: they
+    # would test the install of the main build, not the student's library.
+    subprocess.run(["ctest", "--test-dir", str(build), "-j", str(args.jobs), "--timeout", "600",
+                    "-E", "^(install_and_consume|readme_commands)$",
+                    "--output-junit", str(junit)], capture_output=True, text=True, env=env)
+    failing = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if case.get("status") in ("fail", "failed") or case.find("failure") is not None:
+            failing.append((case.get("name"), case.findtext("system-out") or ""))
+    wrong = [name for name, out in failing if "not written yet" not in out]
+    hit = {int(m) for _, out in failing for m in re.findall(r"assignment (\d+) not written yet", out)}
+    if wrong or not set(handed) <= hit:
+        for name in wrong[:20]:
+            say(f"  public test '{name}' fails without a stub message")
+        raise KitError(f"public suite against the student library: {len(wrong)} tests fail for another reason; "
+                       f"stub messages seen for assignments {sorted(hit)}, handed out {handed}")
+    say(f"public suite against the student library: {len(failing)} tests fail, all with stub messages "
+        f"(assignments {sorted(hit)}) ({time.time() - start:.0f} s)")
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    p = argparse.ArgumentParser(prog="scripts/course.sh", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("make", help="write a student tree with the chosen assignments stubbed")
+    m.add_argument("out")
+    m.add_argument("assignments", nargs="?", default="all", help="comma-separated numbers, or all (default)")
+    for name, hlp in (("grade", "grade a student tree: grade.json and grade.junit.xml"),
+                      ("check-tests", "prove the hidden tests catch every planted bug"),
+                      ("self-check", "check-tests, then student trees fail exactly the handed-out assignments")):
+        s = sub.add_parser(name, help=hlp)
+        if name == "grade":
+            s.add_argument("tree")
+            s.add_argument("--out", default=".", help="folder for grade.json and grade.junit.xml (default .)")
+            s.add_argument("--scratch", help="scratch build folder (default build/course/grade)")
+        s.add_argument("--assignments", default="all")
+        s.add_argument("--timeout", type=int, default=120, help="seconds per test case (default 120)")
+        s.add_argument("--jobs", type=int, default=2)
+        s.add_argument("--verbose", action="store_true")
+        if name == "self-check":
+            s.add_argument("--public-build", help="the main build (build/release): its public suite is "
+                                                  "run by ctest against each student tree's library too")
+    args = p.parse_args()
+    try:
+        {"make": cmd_make, "grade": cmd_grade, "check-tests": cmd_check_tests, "self-check": cmd_self_check}[args.cmd](args)
+    except KitError as e:
+        print(f"course.sh {args.cmd}: {e}", file=sys.stderr)
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print(f"course.sh {args.cmd}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"course.sh {args.cmd}: interrupted", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
