@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -25,6 +26,8 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <sstream>
 
 #include "cli.hpp"
@@ -252,39 +255,124 @@ std::string duration(double seconds) {
   return buf;
 }
 
-// Overall progress of --compare: run k of N, elapsed, an estimate of the time
-// left (from the steps done so far). On a terminal one line rewritten in
-// place, with each finished run's result above it; otherwise a plain line per run.
+// Overall progress of --compare: runs done of N, elapsed, an estimate of the
+// time left (from the steps done so far, over every run in flight). On a
+// terminal one line rewritten in place, with each finished run's result
+// above it; otherwise a plain line per run. Runs side by side report from
+// their own threads: every call takes a lock.
 class CompareProgress {
  public:
-  CompareProgress(int64_t runs, int64_t steps) : runs_(runs), steps_(steps), tty_(isatty(2)) {}
+  CompareProgress(int64_t runs, int64_t steps)
+      : runs_(runs), steps_(steps), tty_(isatty(2)), step_of_(static_cast<size_t>(runs), 0) {}
   // During run k (1-based), at `step`.
   void at(int64_t k, const std::string& label, int64_t step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_of_[static_cast<size_t>(k - 1)] = step;
     if (!tty_) return;
     std::fprintf(stderr, "\r[run %lld/%lld] %-26s step %lld/%lld  %s elapsed, about %s left   ",
                  static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
                  static_cast<long long>(step), static_cast<long long>(steps_), duration(elapsed()).c_str(),
-                 duration(left(k - 1, step)).c_str());
+                 duration(left()).c_str());
     std::fflush(stderr);
   }
   void finished(int64_t k, const std::string& label, const Result& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_of_[static_cast<size_t>(k - 1)] = steps_;
     const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
     std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
                  r.acc_train_lengths, r.acc_longer, to95.c_str(),
-                 r.seconds, duration(elapsed()).c_str(), duration(left(k, 0)).c_str(), tty_ ? "   " : "");
+                 r.seconds, duration(elapsed()).c_str(), duration(left()).c_str(), tty_ ? "   " : "");
   }
 
  private:
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  double left(int64_t runs_done, int64_t step) const {
-    const double done = static_cast<double>(runs_done * steps_ + step), total = static_cast<double>(runs_ * steps_);
+  double left() const {
+    double done = 0;
+    for (int64_t s : step_of_) done += static_cast<double>(s);
+    const double total = static_cast<double>(runs_ * steps_);
     return done > 0 ? elapsed() / done * (total - done) : 0;
   }
   int64_t runs_, steps_;
   bool tty_;
+  std::mutex mu_;
+  std::vector<int64_t> step_of_;  // steps done by each run
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+// Every Dropout of `m` draws from `gen` (the default generator otherwise).
+void use_generator_for_dropout(sg::nn::Module& m, const std::shared_ptr<sg::Generator>& gen) {
+  if (auto* d = dynamic_cast<sg::nn::Dropout*>(&m)) d->generator = gen;
+  for (const auto& [name, child] : m.named_children()) use_generator_for_dropout(*child, gen);
+}
+
+// One training of --compare, and what is kept of it.
+struct CompareJob {
+  Config c;
+  std::string label;
+  bool plot_attention = false;  // the first seed of each task and encoding
+  Result r;
+  std::string attention_svg;
+};
+
+// Runs the trainings side by side, each on one thread of its own
+// (sg::ThreadCountGuard(1)), as many at once as the library's thread count
+// (the free cores, or --threads): independent trainings are the parallelism,
+// and a small model's step gains little from more threads. Every model is
+// built first, in job order, on this thread, from the default generator
+// seeded with its seed, and its dropouts then draw from a copy of that
+// generator where construction left it: each training draws exactly what it
+// drew when the runs went one after another on the default generator, so the
+// results are the same bits however many run at once. They land in job
+// order. The first error stops the others and is rethrown once all have stopped.
+void run_side_by_side(std::vector<CompareJob>& jobs, CompareProgress& progress) {
+  std::vector<std::unique_ptr<sg::training::Model>> models;
+  for (CompareJob& job : jobs) {
+    sg::manual_seed(job.c.seed);
+    models.push_back(std::make_unique<sg::training::Model>(job.c));
+    use_generator_for_dropout(*models.back(), std::make_shared<sg::Generator>(sg::default_generator()));
+  }
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;  // the first to fail, in time: the others stop because of it
+  std::mutex error_mu;
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    sg::ThreadCountGuard one_thread(1);
+    for (size_t i; !failed && (i = next++) < jobs.size();) {
+      CompareJob& job = jobs[i];
+      const int64_t k = static_cast<int64_t>(i) + 1;
+      try {
+        progress.at(k, job.label, 0);
+        job.r = sg::training::train(
+            *models[i], job.c,
+            [&](int64_t step, int64_t, double, double, double, double) {
+              if (failed) sg::fail("stopped: another run failed");
+              progress.at(k, job.label, step);
+            },
+            &examples::g_stop);
+        progress.finished(k, job.label, job.r);
+        if (job.plot_attention) {
+          sg::plot::HeatmapOptions ho;
+          ho.title = job.c.task + ", " + sg::nn::positional_name(job.c.positional);
+          ho.xlabel = "Key position";
+          ho.ylabel = "Query position";
+          ho.has_range = true;
+          job.attention_svg = sg::plot::heatmap_svg(attention_map(*models[i], job.c), ho);
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+      models[i].reset();
+    }
+  };
+  const size_t side_by_side = std::min<size_t>(jobs.size(), static_cast<size_t>(sg::num_threads()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < side_by_side; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 int compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
             int64_t seeds, const std::string& out_root) {
@@ -301,26 +389,30 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
         << " | steps to 95% | seconds |\n|---|---|---|---|---|---|\n";
   std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
   CompareProgress progress(static_cast<int64_t>(tasks.size() * kinds.size()) * seeds, base.steps);
-  int64_t run = 0;
+  std::vector<CompareJob> jobs;
+  for (const std::string& task : tasks)
+    for (sg::nn::Positional kind : kinds)
+      for (int64_t s = 0; s < seeds; ++s) {
+        CompareJob job;
+        job.c = base;
+        job.c.task = task;
+        job.c.positional = kind;
+        job.c.seed = base.seed + static_cast<uint64_t>(s);
+        job.label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(job.c.seed);
+        job.plot_attention = s == 0;
+        jobs.push_back(std::move(job));
+      }
+  run_side_by_side(jobs, progress);
+  size_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves;
     for (sg::nn::Positional kind : kinds) {
       std::vector<double> acc, longer, secs, reached;
       sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
-        Config c = base;
-        c.task = task;
-        c.positional = kind;
-        c.seed = base.seed + static_cast<uint64_t>(s);
-        sg::manual_seed(c.seed);
-        sg::training::Model model(c);
-        const std::string label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(c.seed);
-        ++run;
-        progress.at(run, label, 0);
-        const Result r = sg::training::train(
-            model, c, [&](int64_t step, int64_t, double, double, double, double) { progress.at(run, label, step); },
-            &examples::g_stop);
-        progress.finished(run, label, r);
+        const CompareJob& job = jobs[run++];
+        const Config& c = job.c;
+        const Result& r = job.r;
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
             << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << '\n';
         acc.push_back(r.acc_train_lengths);
@@ -331,15 +423,8 @@ int compare(Config base, const std::vector<std::string>& tasks, const std::vecto
           if (s == 0) mean_curve.x.push_back(static_cast<double>(r.curve[i].step)), mean_curve.y.push_back(0);
           mean_curve.y[i] += r.curve[i].eval_acc / static_cast<double>(seeds);
         }
-        if (s == 0) {  // attention of one sample, first seed
-          sg::plot::HeatmapOptions ho;
-          ho.title = task + ", " + sg::nn::positional_name(kind);
-          ho.xlabel = "Key position";
-          ho.ylabel = "Query position";
-          ho.has_range = true;
-          plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
-                             sg::plot::heatmap_svg(attention_map(model, c), ho));
-        }
+        if (job.plot_attention)  // attention of one sample, first seed
+          plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg", job.attention_svg);
       }
       curves.push_back(mean_curve);
       const Stats a = stats(acc), l = stats(longer), t = stats(secs);
