@@ -194,7 +194,7 @@ int run_one(Config c, const std::string& out_root) {
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
             << (sg::automatic_threads_in_use() ? "automatic threads (now " + std::to_string(sg::num_threads()) + ")"
                                                 : std::to_string(sg::num_threads()) + " threads")
-            << ", lengths " << c.min_len << ".." << c.max_len << "\n";
+            << (sg::training::data_parallel_threads(c) > 1 ? " (data-parallel steps)" : "") << ", lengths " << c.min_len << ".." << c.max_len << "\n";
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
   out.write("curve.csv", curve_csv(r));
   sg::plot::LineOptions lo;
