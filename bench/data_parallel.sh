@@ -10,7 +10,8 @@
 # data parallelism); then a short `train_encoder --compare` (2 tasks x 5
 # encodings, 200 steps) on 1 core and side by side on 2 (--threads 1, 2),
 # timed, and checks that both wrote the same table but for the seconds.
-# Prints every run and the medians over rounds, with the load average.
+# Prints every run and the medians over rounds (wall time, and the process's
+# CPU time per step over all its threads), with the load average.
 set -eu
 build=${1:-build/release}
 rounds=${2:-3}
@@ -24,7 +25,7 @@ for r in $(seq "$rounds"); do
       set -- $mode
       line=$("$build/bench/train_step" --config "$c" --threads "$1" --parallel "$2" --steps "$(steps "$c")" --warmup 3 --dropout 0.1 | grep "^$c ")
       echo "  $line"
-      echo "$c $1 $2 $(echo "$line" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/')" >> "$out/steps"
+      echo "$c $1 $2 $(echo "$line" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/') $(echo "$line" | sed 's/.*CPU \([0-9.]*\) ms\/step.*/\1/')" >> "$out/steps"
     done
   done
   for t in 1 2; do
@@ -47,6 +48,9 @@ for c in tiny medium large; do
   dp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $4}' "$out/steps" | median)
   ops=$(awk -v c=$c '$1==c && $2==2 && $3=="ops" {print $4}' "$out/steps" | median)
   echo "$c: 1 thread $one ms, 2 threads data-parallel $dp ms ($(echo "scale=2; $one / $dp" | bc)x), 2 threads per-op $ops ms ($(echo "scale=2; $one / $ops" | bc)x)"
+  cone=$(awk -v c=$c '$1==c && $2==1 {print $5}' "$out/steps" | median)
+  cdp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $5}' "$out/steps" | median)
+  echo "$c: CPU time per step (all threads): 1 thread $cone ms, 2 threads data-parallel $cdp ms"
 done
 c1=$(awk '$1==1 {print $2}' "$out/compare" | median)
 c2=$(awk '$1==2 {print $2}' "$out/compare" | median)

@@ -12,7 +12,8 @@
 // every configuration here (docs/results.md, "Data-parallel steps");
 // --parallel ops runs the whole batch as one graph with each op's loops
 // spread over the threads. On one thread both are the same step.
-// Prints one line per configuration: median milliseconds per step, tokens
+// Prints one line per configuration: median milliseconds per step (and the
+// median process CPU time per step, every thread's, at the end), tokens
 // per second, achieved GFLOP/s and its fraction of this machine's sgemm peak
 // measured in the same run (model FLOPs utilisation; the peak is the better
 // of smallgrad's GEMM and BLIS, printed first), and peak resident
@@ -30,6 +31,7 @@
 #include <blis.h>
 #include <smallgrad.hpp>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -62,6 +64,13 @@ double flops_per_step(const Config& c) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// CPU time of the whole process (every thread), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 double median(std::vector<double> v) {
@@ -146,15 +155,17 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
   const sg::Tensor ids = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
   const sg::Tensor labels = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
   const sg::Tensor valid_lens = sg::full({c.batch}, static_cast<double>(c.seq), sg::int64);
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;  // wall and process CPU seconds per step
   double loss_value = 0;
   std::optional<sg::ProfileGuard> profiler;
   // Data-parallel: each micro-batch's share of the mean loss is its own mean
   // times its fraction of the batch (every position has a label).
   // The profiler times one thread's ops: --profile profiles the whole-batch step.
-  const bool dp_step = data_parallel && !profile && sg::num_threads() > 1;
+  const int threads = sg::num_threads();
+  const bool dp_step = data_parallel && !profile && threads > 1;
   std::optional<sg::nn::DataParallel> dp;
-  if (dp_step) dp.emplace(model.parameters());
+  std::optional<sg::ThreadCountGuard> one_thread;  // the rest of the step on this thread (nn/data_parallel.hpp)
+  if (dp_step) dp.emplace(model.parameters()), one_thread.emplace(1);
   const auto micro_batch_loss = [&](const sg::nn::MicroBatch& m) {
     const int64_t end = m.first + m.count;
     const sg::Tensor logits =
@@ -165,6 +176,7 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
   for (int s = 0; s < warmup + steps; ++s) {
     if (profile && s == warmup) profiler.emplace();
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_seconds();
     sg::profile_mark("between steps");
     if (dp_step) {
       opt.zero_grad();
@@ -181,16 +193,16 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
     }
     opt.step();
     sg::profile_mark("adam step");
-    if (s >= warmup) times.push_back(seconds_since(t0));
+    if (s >= warmup) times.push_back(seconds_since(t0)), cpu_times.push_back(process_cpu_seconds() - cpu0);
   }
   const double ms = median(times) * 1e3;
   const double gflops = flops_per_step(c) / (ms * 1e-3) / 1e9;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("%-7s threads %d  %9.3f ms/step  %10.0f tokens/s  %7.1f GFLOP/s  MFU %5.1f%% of %.0f  "
-              "peak RSS %ld MiB  loss %.4f  step %s\n",
-              c.name, sg::num_threads(), ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
-              peak, usage.ru_maxrss / 1024, loss_value, dp_step ? "data-parallel" : "whole-batch");
+              "peak RSS %ld MiB  loss %.4f  step %s  CPU %.3f ms/step\n",
+              c.name, threads, ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
+              peak, usage.ru_maxrss / 1024, loss_value, dp_step ? "data-parallel" : "whole-batch", median(cpu_times) * 1e3);
   if (profile) print_profile(steps);
   std::fflush(stdout);
 }

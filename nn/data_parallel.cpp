@@ -115,7 +115,9 @@ std::vector<Tensor> DataParallel::gradients(int64_t batch, const MicroBatchLoss&
   for (const std::exception_ptr& e : errors_)
     if (e) std::rethrow_exception(e);
 
-  // Sums in micro-batch order.
+  // Sums in micro-batch order, on this thread alone (see the header: an
+  // OpenMP region here would leave spinning threads on the workers' cores).
+  ThreadCountGuard one_thread(1);
   double total = 0;
   for (double l : losses_) total += l;
   if (loss) *loss = total;
@@ -135,6 +137,7 @@ std::vector<Tensor> DataParallel::gradients(int64_t batch, const MicroBatchLoss&
 double DataParallel::backward(int64_t batch, const MicroBatchLoss& loss_of) {
   double loss = 0;
   const std::vector<Tensor> sums = gradients(batch, loss_of, &loss);
+  ThreadCountGuard one_thread(1);
   for (size_t p = 0; p < params_.size(); ++p) {  // into .grad, as backward() adds into it
     if (!sums[p].defined()) continue;
     Tensor current = params_[p].grad();

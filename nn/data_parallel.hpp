@@ -7,6 +7,7 @@
 // optimizer then steps once, as usual.
 //
 //   sg::nn::DataParallel dp(model.parameters());    // sg::num_threads() workers
+//   sg::ThreadCountGuard one_thread(1);              // the rest of the step on this thread
 //   opt.zero_grad();
 //   const double loss = dp.backward(batch, [&](const sg::nn::MicroBatch& m) {
 //     const sg::Tensor logits = model.forward(sg::slice(ids, 0, m.first, m.first + m.count));
@@ -31,6 +32,13 @@
 //   * dropout masks are the whole batch's (autograd/ops.hpp, DropoutShard):
 //     a function of the example, not of the thread that ran it, and the
 //     generators advance exactly as in the whole batch's forward.
+//
+// The rest of the step (optimizer, clipping, evaluation) belongs on one
+// thread too, as above: after every OpenMP parallel region libgomp's idle
+// threads spin for milliseconds (GOMP_SPINCOUNT) on the cores the workers
+// need next; one Adam step on two threads made the medium benchmark's
+// data-parallel step use 2.5 times the CPU time (docs/results.md,
+// "Data-parallel steps"). The sum of the gradients runs on one thread.
 //
 // Threads: the workers are started once, by the constructor, and wait
 // between steps. The step's function runs on every worker at once: it may

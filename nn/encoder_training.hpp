@@ -20,6 +20,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,10 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
   std::unique_ptr<sg::nn::DataParallel> dp;
   if (const int threads = data_parallel_threads(c); threads > 1 && !step_fn)
     dp = std::make_unique<sg::nn::DataParallel>(model.parameters(), threads);
+  // With data-parallel steps the workers are the parallelism: everything
+  // else runs on this thread (nn/data_parallel.hpp says why).
+  std::optional<sg::ThreadCountGuard> one_thread;
+  if (dp) one_thread.emplace(1);
   for (int64_t step = 1; step <= c.steps; ++step) {
     if (stop && stop->load()) sg::fail("train: stopped before step ", step, " of ", c.steps);
     const Batch b = make_batch(c, c.batch, c.min_len, c.max_len, data_gen);
