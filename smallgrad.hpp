@@ -30,3 +30,4 @@
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/data_parallel.hpp"

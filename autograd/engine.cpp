@@ -362,6 +362,25 @@ class LeafGrads {
     index_.clear();
   }
 
+  // The summed gradient of each of `inputs` (undefined where none flowed),
+  // each in a buffer of its own; no .grad changes.
+  Grads take(const std::vector<Tensor>& inputs) {
+    Grads out;
+    out.reserve(inputs.size());
+    for (const Tensor& in : inputs) {
+      const auto it = in.defined() ? index_.find(in.impl()) : index_.end();
+      if (it == index_.end()) {
+        out.emplace_back();
+        continue;
+      }
+      Tensor& g = items_[it->second].grad;
+      out.push_back(owns_buffer(g) ? g : clone(g));
+    }
+    items_.clear();
+    index_.clear();
+    return out;
+  }
+
  private:
   struct Item {
     Tensor leaf, grad;
@@ -380,20 +399,21 @@ Grads run_backward(Node& node, const Tensor& g, bool anomaly) {
   }
 }
 
-}  // namespace
-
-void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph) {
+// One backward pass from `output`; the leaves' gradients are left in `leaves`.
+// `who` names the caller in errors.
+void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, bool retain_graph,
+              LeafGrads& leaves) {
   if (!output.requires_grad())
-    fail("backward: tensor of shape ", output.shape(),
+    fail(who, ": tensor of shape ", output.shape(),
          " does not require grad (no input of the ops that made it requires grad)");
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (output.numel() != 1)
-      fail("backward: output of shape ", output.shape(),
-           " is not a scalar; pass a gradient of that shape to backward()");
+      fail(who, ": output of shape ", output.shape(),
+           " is not a scalar; pass a gradient of that shape to ", who, "()");
     seed = ones(output.shape(), output.dtype());
   } else if (seed.shape() != output.shape() || seed.dtype() != output.dtype()) {
-    fail("backward: gradient of shape ", seed.shape(), " and dtype ", seed.dtype(),
+    fail(who, ": gradient of shape ", seed.shape(), " and dtype ", seed.dtype(),
          " for an output of shape ", output.shape(), " and dtype ", output.dtype());
   }
   const bool anomaly = g_anomaly_mode;
@@ -401,10 +421,8 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
     if (const int64_t bad = first_nonfinite(seed); bad >= 0)
       fail("anomaly mode: the gradient passed to backward() holds ", where(seed, bad), " of ",
            seed.shape(), " ", seed.dtype());
-  LeafGrads leaves;
   if (output.is_leaf()) {
     leaves.add(output, seed);
-    leaves.commit();
     return;
   }
 
@@ -463,7 +481,26 @@ void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph
     }
     throw;
   }
+}
+
+}  // namespace
+
+void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph) {
+  LeafGrads leaves;
+  run_pass("backward", output, grad_output, retain_graph, leaves);
   leaves.commit();
+}
+
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output, bool retain_graph) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) fail("grad: input ", i, " is an undefined tensor");
+    if (!inputs[i].is_leaf() || !inputs[i].requires_grad())
+      fail("grad: input ", i, " of shape ", inputs[i].shape(),
+           " is not a leaf tensor that requires grad (grad returns leaves' gradients only)");
+  }
+  LeafGrads leaves;
+  run_pass("grad", output, grad_output, retain_graph, leaves);
+  return leaves.take(inputs);
 }
 
 }  // namespace sg

@@ -178,4 +178,14 @@ class AnomalyModeGuard {
 // threads must not run backward through the same non-leaf tensor at once.
 void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool retain_graph = false);
 
+// The gradients of `output` with respect to `inputs` (leaves that require
+// grad), returned instead of added into their .grad (PyTorch's
+// torch.autograd.grad): no .grad changes. One per input, each in a buffer of
+// its own; undefined where no gradient flows. The same pass as backward()
+// otherwise (checks, errors, freeing the graph). A data-parallel step
+// (nn/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
+// and sum them in a fixed order.
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
+           bool retain_graph = false);
+
 }  // namespace sg

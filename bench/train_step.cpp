@@ -4,8 +4,16 @@
 //
 //   build/release/bench/train_step [--config tiny|medium|large|all] [--threads N]
 //                                  [--steps N] [--warmup N] [--dropout P] [--profile]
+//                                  [--parallel data|ops]
 //
-// Prints one line per configuration: median milliseconds per step, tokens
+// On more than one thread the step is data-parallel by default (--parallel
+// data: the batch split into one micro-batch per thread, each forward and
+// backward on its own thread, nn/data_parallel.hpp), which is faster for
+// every configuration here (docs/results.md, "Data-parallel steps");
+// --parallel ops runs the whole batch as one graph with each op's loops
+// spread over the threads. On one thread both are the same step.
+// Prints one line per configuration: median milliseconds per step (and the
+// median process CPU time per step, every thread's, at the end), tokens
 // per second, achieved GFLOP/s and its fraction of this machine's sgemm peak
 // measured in the same run (model FLOPs utilisation; the peak is the better
 // of smallgrad's GEMM and BLIS, printed first), and peak resident
@@ -23,6 +31,7 @@
 #include <blis.h>
 #include <smallgrad.hpp>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,6 +64,13 @@ double flops_per_step(const Config& c) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// CPU time of the whole process (every thread), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 double median(std::vector<double> v) {
@@ -130,7 +146,7 @@ void print_profile(int steps) {
   }
 }
 
-void run(const Config& c, int steps, int warmup, double dropout, double peak, bool profile) {
+void run(const Config& c, int steps, int warmup, double dropout, double peak, bool profile, bool data_parallel) {
   sg::manual_seed(0);
   Encoder model(c, dropout);
   sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});
@@ -139,32 +155,54 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
   const sg::Tensor ids = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
   const sg::Tensor labels = sg::randint(0, c.vocab, {c.batch, c.seq}, gen);
   const sg::Tensor valid_lens = sg::full({c.batch}, static_cast<double>(c.seq), sg::int64);
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;  // wall and process CPU seconds per step
   double loss_value = 0;
   std::optional<sg::ProfileGuard> profiler;
+  // Data-parallel: each micro-batch's share of the mean loss is its own mean
+  // times its fraction of the batch (every position has a label).
+  // The profiler times one thread's ops: --profile profiles the whole-batch step.
+  const int threads = sg::num_threads();
+  const bool dp_step = data_parallel && !profile && threads > 1;
+  std::optional<sg::nn::DataParallel> dp;
+  std::optional<sg::ThreadCountGuard> one_thread;  // the rest of the step on this thread (nn/data_parallel.hpp)
+  if (dp_step) dp.emplace(model.parameters()), one_thread.emplace(1);
+  const auto micro_batch_loss = [&](const sg::nn::MicroBatch& m) {
+    const int64_t end = m.first + m.count;
+    const sg::Tensor logits =
+        model.head->forward(model.encoder->forward(sg::slice(ids, 0, m.first, end), sg::slice(valid_lens, 0, m.first, end)));
+    return sg::cross_entropy(logits, sg::slice(labels, 0, m.first, end)) *
+           (static_cast<double>(m.count) / static_cast<double>(c.batch));
+  };
   for (int s = 0; s < warmup + steps; ++s) {
     if (profile && s == warmup) profiler.emplace();
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_seconds();
     sg::profile_mark("between steps");
-    const sg::Tensor logits = model.head->forward(model.encoder->forward(ids, valid_lens));
-    const sg::Tensor loss = sg::cross_entropy(logits, labels);
-    opt.zero_grad();
-    sg::profile_mark("zero_grad");
-    sg::backward(loss);
-    sg::profile_mark("backward: freeing the graph");
+    if (dp_step) {
+      opt.zero_grad();
+      loss_value = dp->backward(c.batch, micro_batch_loss);
+      sg::profile_mark("data-parallel forward and backward");
+    } else {
+      const sg::Tensor logits = model.head->forward(model.encoder->forward(ids, valid_lens));
+      const sg::Tensor loss = sg::cross_entropy(logits, labels);
+      opt.zero_grad();
+      sg::profile_mark("zero_grad");
+      sg::backward(loss);
+      sg::profile_mark("backward: freeing the graph");
+      loss_value = loss.item<double>();
+    }
     opt.step();
     sg::profile_mark("adam step");
-    if (s >= warmup) times.push_back(seconds_since(t0));
-    loss_value = loss.item<double>();
+    if (s >= warmup) times.push_back(seconds_since(t0)), cpu_times.push_back(process_cpu_seconds() - cpu0);
   }
   const double ms = median(times) * 1e3;
   const double gflops = flops_per_step(c) / (ms * 1e-3) / 1e9;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("%-7s threads %d  %9.3f ms/step  %10.0f tokens/s  %7.1f GFLOP/s  MFU %5.1f%% of %.0f  "
-              "peak RSS %ld MiB  loss %.4f\n",
-              c.name, sg::num_threads(), ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
-              peak, usage.ru_maxrss / 1024, loss_value);
+              "peak RSS %ld MiB  loss %.4f  step %s  CPU %.3f ms/step\n",
+              c.name, threads, ms, c.batch * c.seq / (ms * 1e-3), gflops, 100 * gflops / peak,
+              peak, usage.ru_maxrss / 1024, loss_value, dp_step ? "data-parallel" : "whole-batch", median(cpu_times) * 1e3);
   if (profile) print_profile(steps);
   std::fflush(stdout);
 }
@@ -172,7 +210,7 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--config tiny|medium|large|all] [--threads N] [--steps N] [--warmup N] "
-               "[--dropout P] [--profile]\n",
+               "[--dropout P] [--profile] [--parallel data|ops]\n",
                argv0);
   return 2;
 }
@@ -183,7 +221,7 @@ int main(int argc, char** argv) {
   std::string which = "all";
   int threads = 0, steps = 50, warmup = 5;
   double dropout = 0.1;
-  bool profile = false;
+  bool profile = false, data_parallel = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -204,6 +242,9 @@ int main(int argc, char** argv) {
       const long n = std::strtol(v, &end, 10);
       if (*end != '\0' || n < (arg == "--warmup" ? 0 : 1)) return usage(argv[0]);
       (arg == "--threads" ? threads : arg == "--steps" ? steps : warmup) = static_cast<int>(n);
+    } else if (arg == "--parallel") {
+      if (std::strcmp(v, "data") != 0 && std::strcmp(v, "ops") != 0) return usage(argv[0]);
+      data_parallel = std::strcmp(v, "data") == 0;
     } else if (arg == "--dropout") {
       dropout = std::strtod(v, &end);
       if (*end != '\0' || !(dropout >= 0 && dropout < 1)) return usage(argv[0]);
@@ -217,6 +258,6 @@ int main(int argc, char** argv) {
               "BLIS %s (%.0f) on 1024^3\n",
               peak.gflops, sg::num_threads(), peak.ours, sg::blis_kernels().c_str(), peak.blis);
   for (const Config& c : kConfigs)
-    if (which == "all" || which == c.name) run(c, steps, warmup, dropout, peak.gflops, profile);
+    if (which == "all" || which == c.name) run(c, steps, warmup, dropout, peak.gflops, profile, data_parallel);
   return 0;
 }

@@ -53,6 +53,8 @@ namespace {
 std::atomic<int> g_fixed_threads{0};
 // The automatic count in force (0 until first asked for).
 std::atomic<int> g_auto_threads{0};
+// This thread's own count (ThreadCountGuard); 0: the process's.
+thread_local int t_thread_count = 0;
 
 // OMP_NUM_THREADS may be a list ("4,2" for nested levels): its first entry
 // counts. Returns 0 when unset or unreadable.
@@ -218,7 +220,16 @@ bool automatic_threads_in_use() {
   return g_fixed_threads.load(std::memory_order_relaxed) == 0;
 }
 
+ThreadCountGuard::ThreadCountGuard(int n) : previous_(t_thread_count) {
+  if (n < 1 || n > kMaxThreads)
+    fail("ThreadCountGuard: need 1 to ", kMaxThreads, " threads, got ", n);
+  t_thread_count = n;
+}
+
+ThreadCountGuard::~ThreadCountGuard() { t_thread_count = previous_; }
+
 int num_threads() {
+  if (t_thread_count > 0) return t_thread_count;
   if (!automatic_threads_in_use()) return g_fixed_threads.load(std::memory_order_relaxed);
   return automatic_threads();
 }

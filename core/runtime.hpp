@@ -22,7 +22,24 @@ inline constexpr int kMaxThreads = 1024;
 void set_num_threads(int n);      // 1 .. kMaxThreads; fixes the count
 void use_automatic_threads();     // back to the automatic count, even with OMP_NUM_THREADS set
 bool automatic_threads_in_use();  // false after set_num_threads or with OMP_NUM_THREADS
-int num_threads();                // the count in force now
+int num_threads();                // the count in force now: this thread's own, if set (below)
+
+// This thread's own count, for the loops and BLIS calls it starts, while the
+// guard lives (nested guards restore the previous count). A data-parallel
+// step (nn/data_parallel.hpp) runs each micro-batch on its own thread under
+// ThreadCountGuard(1), so the ops inside it never start parallel regions:
+// the parallelism is the micro-batches'. Other threads keep the process's
+// count. Results do not depend on it, as for the process's count.
+class ThreadCountGuard {
+ public:
+  explicit ThreadCountGuard(int n);  // 1 .. kMaxThreads
+  ~ThreadCountGuard();
+  ThreadCountGuard(const ThreadCountGuard&) = delete;
+  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Name of the BLIS kernel set in use ("skx", "zen3", "haswell", "generic"...).
 // BLIS 0.9 does not recognise recent CPUs and falls back to slow generic

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -30,6 +31,8 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <sstream>
 
 #include "cli.hpp"
@@ -284,7 +287,7 @@ int run_one(Config c, const std::string& out_root) {
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
             << (sg::automatic_threads_in_use() ? "automatic threads (now " + std::to_string(sg::num_threads()) + ")"
                                                 : std::to_string(sg::num_threads()) + " threads")
-            << ", lengths " << c.min_len << ".." << c.max_len << "\n";
+            << (sg::training::data_parallel_threads(c) > 1 ? " (data-parallel steps)" : "") << ", lengths " << c.min_len << ".." << c.max_len << "\n";
   const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
   const std::string title = c.task + ", " + sg::nn::positional_name(c.positional) + (c.causal ? ", causal" : "") +
                             ", seed " + std::to_string(c.seed);
@@ -360,39 +363,115 @@ std::string duration(double seconds) {
   return buf;
 }
 
-// Overall progress of --compare: run k of N, elapsed, an estimate of the time
-// left (from the steps done so far). On a terminal one line rewritten in
-// place, with each finished run's result above it; otherwise a plain line per run.
+// Overall progress of --compare: runs done of N, elapsed, an estimate of the
+// time left (from the steps done so far, over every run in flight). On a
+// terminal one line rewritten in place, with each finished run's result
+// above it; otherwise a plain line per run. Runs side by side report from
+// their own threads: every call takes a lock.
 class CompareProgress {
  public:
-  CompareProgress(int64_t runs, int64_t steps) : runs_(runs), steps_(steps), tty_(isatty(2)) {}
+  CompareProgress(int64_t runs, int64_t steps)
+      : runs_(runs), steps_(steps), tty_(isatty(2)), step_of_(static_cast<size_t>(runs), 0) {}
   // During run k (1-based), at `step`.
   void at(int64_t k, const std::string& label, int64_t step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_of_[static_cast<size_t>(k - 1)] = step;
     if (!tty_) return;
     std::fprintf(stderr, "\r[run %lld/%lld] %-26s step %lld/%lld  %s elapsed, about %s left   ",
                  static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
                  static_cast<long long>(step), static_cast<long long>(steps_), duration(elapsed()).c_str(),
-                 duration(left(k - 1, step)).c_str());
+                 duration(left()).c_str());
     std::fflush(stderr);
   }
   void finished(int64_t k, const std::string& label, const Result& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_of_[static_cast<size_t>(k - 1)] = steps_;
     const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
     std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  past %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
                  r.acc_train_lengths, r.acc_longer, r.acc_past_train, to95.c_str(),
-                 r.seconds, duration(elapsed()).c_str(), duration(left(k, 0)).c_str(), tty_ ? "   " : "");
+                 r.seconds, duration(elapsed()).c_str(), duration(left()).c_str(), tty_ ? "   " : "");
   }
 
  private:
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  double left(int64_t runs_done, int64_t step) const {
-    const double done = static_cast<double>(runs_done * steps_ + step), total = static_cast<double>(runs_ * steps_);
+  double left() const {
+    double done = 0;
+    for (int64_t s : step_of_) done += static_cast<double>(s);
+    const double total = static_cast<double>(runs_ * steps_);
     return done > 0 ? elapsed() / done * (total - done) : 0;
   }
   int64_t runs_, steps_;
   bool tty_;
+  std::mutex mu_;
+  std::vector<int64_t> step_of_;  // steps done by each run
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+// Every Dropout of `m` draws from `gen` (the default generator otherwise).
+void use_generator_for_dropout(sg::nn::Module& m, const std::shared_ptr<sg::Generator>& gen) {
+  if (auto* d = dynamic_cast<sg::nn::Dropout*>(&m)) d->generator = gen;
+  for (const auto& [name, child] : m.named_children()) use_generator_for_dropout(*child, gen);
+}
+
+// One training of --compare, and what is kept of it.
+struct CompareJob {
+  Config c;
+  std::string label;
+  bool keep_model = false;  // the first seed of each task and encoding: its positions are drawn
+  Result r;
+  std::unique_ptr<sg::training::Model> model;  // built before training; kept after it if keep_model
+};
+
+// Runs the trainings side by side, each on one thread of its own
+// (sg::ThreadCountGuard(1)), as many at once as the library's thread count
+// (the free cores, or --threads): independent trainings are the parallelism,
+// and a small model's step gains little from more threads. Every model is
+// built first, in job order, on this thread, from the default generator
+// seeded with its seed, and its dropouts then draw from a copy of that
+// generator where construction left it: each training draws exactly what it
+// drew when the runs went one after another on the default generator, so the
+// results are the same bits however many run at once. They land in job
+// order. The first error stops the others and is rethrown once all have stopped.
+void run_side_by_side(std::vector<CompareJob>& jobs, CompareProgress& progress) {
+  for (CompareJob& job : jobs) {
+    sg::manual_seed(job.c.seed);
+    job.model = std::make_unique<sg::training::Model>(job.c);
+    use_generator_for_dropout(*job.model, std::make_shared<sg::Generator>(sg::default_generator()));
+  }
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;  // the first to fail, in time: the others stop because of it
+  std::mutex error_mu;
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    sg::ThreadCountGuard one_thread(1);
+    for (size_t i; !failed && (i = next++) < jobs.size();) {
+      CompareJob& job = jobs[i];
+      const int64_t k = static_cast<int64_t>(i) + 1;
+      try {
+        progress.at(k, job.label, 0);
+        job.r = sg::training::train(
+            *job.model, job.c,
+            [&](int64_t step, int64_t, double, double, double, double) {
+              if (failed) sg::fail("stopped: another run failed");
+              progress.at(k, job.label, step);
+            },
+            &examples::g_stop);
+        progress.finished(k, job.label, job.r);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+      if (!job.keep_model) job.model.reset();
+    }
+  };
+  const size_t side_by_side = std::min<size_t>(jobs.size(), static_cast<size_t>(sg::num_threads()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < side_by_side; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 // One study: every kind of positions on every task, `seeds` seeds each,
 // written to <out_root>/<folder>/ (the encoder's in compare/, the causal
@@ -430,7 +509,21 @@ std::string compare(Config base, const std::vector<std::string>& tasks, const st
         << past << " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|\n";
   std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
   CompareProgress progress(static_cast<int64_t>(tasks.size() * kinds.size()) * seeds, base.steps);
-  int64_t run = 0;
+  std::vector<CompareJob> jobs;
+  for (const std::string& task : tasks)
+    for (sg::nn::Positional kind : kinds)
+      for (int64_t s = 0; s < seeds; ++s) {
+        CompareJob job;
+        job.c = base;
+        job.c.task = task;
+        job.c.positional = kind;
+        job.c.seed = base.seed + static_cast<uint64_t>(s);
+        job.label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(job.c.seed);
+        job.keep_model = s == 0;
+        jobs.push_back(std::move(job));
+      }
+  run_side_by_side(jobs, progress);
+  size_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves, by_position;
     std::vector<std::string> position_maps;
@@ -440,19 +533,9 @@ std::string compare(Config base, const std::vector<std::string>& tasks, const st
       sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
       sg::plot::Series mean_by_position{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
-        Config c = base;
-        c.task = task;
-        c.positional = kind;
-        c.seed = base.seed + static_cast<uint64_t>(s);
-        sg::manual_seed(c.seed);
-        sg::training::Model model(c);
-        const std::string label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(c.seed);
-        ++run;
-        progress.at(run, label, 0);
-        const Result r = sg::training::train(
-            model, c, [&](int64_t step, int64_t, double, double, double, double) { progress.at(run, label, step); },
-            &examples::g_stop);
-        progress.finished(run, label, r);
+        const CompareJob& job = jobs[run++];
+        const Config& c = job.c;
+        const Result& r = job.r;
         csv << task << ',' << sg::nn::positional_name(kind) << ',' << c.seed << ',' << r.acc_train_lengths << ','
             << r.acc_longer << ',' << r.steps_to_95 << ',' << r.seconds << ',' << r.acc_past_train << '\n';
         for (size_t t = 0; t < r.acc_by_position.size(); ++t) {
@@ -485,7 +568,7 @@ std::string compare(Config base, const std::vector<std::string>& tasks, const st
           plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
                              heads_svg(r.attention, c, task + ", " + sg::nn::positional_name(kind) + mask +
                                                            ", seed " + std::to_string(c.seed)));
-          views.emplace_back(task, sg::training::view_positions(model, c, r.acc_longer));
+          views.emplace_back(task, sg::training::view_positions(*job.model, c, r.acc_longer));
           if (!views.back().second.similarity.empty()) position_maps.push_back(positions_heatmap(views.back().second, c));
         }
       }

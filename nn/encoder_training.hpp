@@ -27,6 +27,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -293,15 +294,79 @@ inline double grad_norm(const sg::nn::Module& model, const std::string& prefix) 
   return std::sqrt(squares);
 }
 
+// One step's forward and backward: gradients added into the parameters'
+// .grad, the batch's mean loss, and (with `count_right`) how many of its
+// labelled positions the model got right. With `dp` the batch runs as
+// data-parallel micro-batches (nn/data_parallel.hpp), each micro-batch's
+// share of the mean loss its tokens' sum over the batch's token count;
+// without, as one graph.
+struct StepOutcome {
+  double loss = 0;
+  int64_t right = 0, labelled = 0;
+};
+inline int64_t labelled_count(const sg::Tensor& labels) {
+  int64_t n = 0;
+  for (int64_t v : labels.to_vector<int64_t>()) n += v != kIgnore;
+  return n;
+}
+inline int64_t right_count(const sg::Tensor& logits, const sg::Tensor& labels) {
+  const std::vector<int64_t> pred = sg::kernel::argmax(logits, -1).to_vector<int64_t>();
+  const std::vector<int64_t> y = labels.to_vector<int64_t>();
+  int64_t right = 0;
+  for (size_t i = 0; i < y.size(); ++i) right += y[i] != kIgnore && pred[i] == y[i];
+  return right;
+}
+inline StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataParallel* dp, bool count_right) {
+  StepOutcome out;
+  if (!dp) {
+    const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
+    const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
+    sg::backward(loss);
+    out.loss = loss.item<double>();
+    if (count_right) out.right = right_count(logits, b.labels), out.labelled = labelled_count(b.labels);
+    return out;
+  }
+  const int64_t batch = b.ids.shape()[0], labelled = labelled_count(b.labels);
+  std::vector<int64_t> right(static_cast<size_t>(dp->threads()), 0);
+  out.loss = dp->backward(batch, [&](const sg::nn::MicroBatch& m) {
+    const int64_t end = m.first + m.count;
+    const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
+    const sg::Tensor logits = model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end));
+    if (count_right) right[static_cast<size_t>(m.index)] = right_count(logits, labels);
+    const double share = labelled ? static_cast<double>(labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
+    return sg::cross_entropy(logits, labels, kIgnore) * share;
+  });
+  for (int64_t r : right) out.right += r;
+  out.labelled = labelled;
+  return out;
+}
+
+// Whether train() runs data-parallel steps: when more than one thread is in
+// force for the calling thread (sg::num_threads()) and the batch has more
+// than one sequence. A training that should stay on one thread (each of
+// train_encoder --compare's, side by side) runs under sg::ThreadCountGuard(1).
+inline int data_parallel_threads(const Config& c) {
+  const int threads = sg::num_threads();
+  return threads > 1 && c.batch > 1 ? static_cast<int>(std::min<int64_t>(threads, c.batch)) : 1;
+}
+
 // Progress callback: (step, steps, loss, accuracy, tokens/s, seconds left).
 using Progress = std::function<void(int64_t, int64_t, double, double, double, double)>;
 
 // Trains `model` with AdamW (warm-up + cosine or constant learning rate,
 // global-norm clipping) and evaluates on training and longer lengths.
+// Steps are data-parallel when more than one thread is in force
+// (data_parallel_threads): the results then equal the one-thread run's up
+// to floating-point rounding, and are the same bits for the same count.
 // When `stop` is given and becomes true (a signal handler sets it), throws
 // sg::Error at the start of the next step.
+// How a step's gradients are computed, when not by forward_backward on
+// this process's threads: a distributed run passes its own
+// (examples/mpi/train_encoder_mpi.cpp).
+using StepFn = std::function<StepOutcome(const Model& model, const Batch& batch, bool count_right)>;
+
 inline Result train(Model& model, const Config& c, const Progress& progress = nullptr,
-                    const std::atomic<bool>* stop = nullptr) {
+                    const std::atomic<bool>* stop = nullptr, const StepFn& step_fn = nullptr) {
   check_config(c);
   sg::Generator data_gen(c.seed * 7919 + 1);
   sg::optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
@@ -345,14 +410,19 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
   model.train();
   const auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
+  std::unique_ptr<sg::nn::DataParallel> dp;
+  if (const int threads = data_parallel_threads(c); threads > 1 && !step_fn)
+    dp = std::make_unique<sg::nn::DataParallel>(model.parameters(), threads);
+  // With data-parallel steps the workers are the parallelism: everything
+  // else runs on this thread (nn/data_parallel.hpp says why).
+  std::optional<sg::ThreadCountGuard> one_thread;
+  if (dp) one_thread.emplace(1);
   for (int64_t step = 1; step <= c.steps; ++step) {
     if (stop && stop->load()) sg::fail("train: stopped before step ", step, " of ", c.steps);
     const Batch b = make_batch(c, c.batch, c.min_len, c.max_len, data_gen);
-    const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
-    const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
-    opt.zero_grad();
-    sg::backward(loss);
     const bool report = step % c.eval_every == 0 || step == c.steps;
+    opt.zero_grad();
+    const StepOutcome done = step_fn ? step_fn(model, b, report) : forward_backward(model, b, dp.get(), report);
     const double norm = report ? grad_norm(model, "") : 0;
     const double first_block_norm = report ? grad_norm(model, "encoder.blocks.0.") : 0;
     if (c.clip > 0) sg::optim::clip_grad_norm(model.parameters(), c.clip);
@@ -362,13 +432,13 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
     r.step_loss.push_back(loss.item<double>());
     record(step);
     if (report) {
-      const double train_acc = accuracy(logits, b.labels);
+      const double train_acc = done.labelled ? static_cast<double>(done.right) / static_cast<double>(done.labelled) : 0.0;
       const double eval_acc = evaluate(model, eval_train);
-      r.curve.push_back({step, loss.item<double>(), train_acc, eval_acc, norm, first_block_norm});
+      r.curve.push_back({step, done.loss, train_acc, eval_acc, norm, first_block_norm});
       if (r.steps_to_95 < 0 && eval_acc >= 0.95) r.steps_to_95 = step;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress)
-        progress(step, c.steps, loss.item<double>(), train_acc, static_cast<double>(tokens) / elapsed,
+        progress(step, c.steps, done.loss, train_acc, static_cast<double>(tokens) / elapsed,
                  elapsed / static_cast<double>(step) * static_cast<double>(c.steps - step));
     }
   }

@@ -10,7 +10,7 @@ preset=${1:-release}
 # so named here) build the fuzzer of scripts/fuzz.sh. chromium and python3
 # run the reports' browser test (tests/report_browser.py, headless).
 packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
-          clang libclang-rt-14-dev chromium python3)
+          clang libclang-rt-14-dev chromium python3 libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -187,6 +187,14 @@ expect 1 "--out '/proc/.*cannot make" positional_encoding --out /proc/no_such_pl
 expect 1 "--out '$work/a_file.*cannot make" attention_graph --out "$work/a_file"
 expect 2 "--steps.*out of range" custom_layer --steps 0
 expect 2 "unknown flag --thread \(did you mean --threads\?\)" custom_layer --thread 2
+# The MPI example, when built (SMALLGRAD_MPI and libopenmpi-dev), run as one process.
+if [ -x "$bin/train_encoder_mpi" ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  expect 2 "--threads.*out of range" train_encoder_mpi --threads 0
+  expect 2 "--batch.*out of range" train_encoder_mpi --batch 0
+  expect 2 "--task" train_encoder_mpi --task nope
+  expect 1 "--out '$work/a_file.*cannot make" train_encoder_mpi --steps 1 --out "$work/a_file"
+fi
 # --help: every flag described, defaults shown, exit 0.
 for p in train_encoder tensor_tour positional_encoding self_attention attention_graph custom_layer; do
   rows=$((rows + 1))

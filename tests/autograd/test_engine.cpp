@@ -403,3 +403,22 @@ TEST_CASE("ten thousand training steps keep the node count and memory flat", "[a
 #endif
   REQUIRE(loss < 0.5 * first_loss);  // and it did train
 }
+
+TEST_CASE("grad returns the leaves' gradients and leaves .grad alone", "[autograd][engine]") {
+  Tensor x = values({1, -2, 3}, {3}).set_requires_grad();
+  Tensor w = values({0.5, 4, -1}, {3}).set_requires_grad();
+  Tensor unused = values({7}, {1}).set_requires_grad();
+  sg::backward(sg::sum(x * x));  // x.grad = 2x, before
+  Grads g = sg::grad(sg::sum(x * w + x * x), {w, x, unused});
+  REQUIRE(g.size() == 3);
+  require_values(g[0], {1, -2, 3});        // d/dw = x
+  require_values(g[1], {2.5, 0, 5});       // d/dx = w + 2x
+  REQUIRE_FALSE(g[2].defined());           // no gradient flows to it
+  require_values(x.grad(), {2, -4, 6});    // unchanged
+  REQUIRE_FALSE(w.grad().defined());
+  // Each gradient is a buffer of its own: changing it changes nothing else.
+  sg::kernel::fill_(g[0], 0.0);
+  require_values(x, {1, -2, 3});
+  REQUIRE_THROWS_WITH(sg::grad(sg::sum(x * x), {x * 2.0}), Contains("grad: input 0") && Contains("not a leaf"));
+  REQUIRE_THROWS_WITH(sg::grad(sg::sum(w), {x, Tensor()}), Contains("grad: input 1 is an undefined tensor"));
+}

@@ -106,3 +106,22 @@ TEST_CASE("the automatic count leaves the cores other processes use", "[threads]
   // From another thread: the same process-wide setting.
   REQUIRE(on_new_thread([] { return sg::automatic_threads_in_use() ? 1 : 0; }) == 1);
 }
+
+TEST_CASE("ThreadCountGuard sets the calling thread's count only, and restores it", "[threads]") {
+  RestoreThreads restore;
+  sg::set_num_threads(2);
+  {
+    sg::ThreadCountGuard one(1);
+    REQUIRE(sg::num_threads() == 1);
+    REQUIRE(team_size_of_a_library_loop() == 1);
+    REQUIRE(on_new_thread([] { return sg::num_threads(); }) == 2);  // other threads keep the process's count
+    {
+      sg::ThreadCountGuard three(3);
+      REQUIRE(sg::num_threads() == 3);
+    }
+    REQUIRE(sg::num_threads() == 1);
+  }
+  REQUIRE(sg::num_threads() == 2);
+  REQUIRE(team_size_of_a_library_loop() == 2);
+  REQUIRE_THROWS_WITH(sg::ThreadCountGuard(0), Catch::Contains("ThreadCountGuard") && Catch::Contains("got 0"));
+}

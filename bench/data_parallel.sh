@@ -1,0 +1,57 @@
+#!/bin/sh
+# Data-parallel steps against one thread, side by side in one run
+# (docs/results.md, "Data-parallel steps"):
+#
+#   bench/data_parallel.sh [BUILD_DIR] [ROUNDS]
+#
+# Each round runs, one after another: bench/train_step for tiny, medium and
+# large on 1 thread, on 2 threads data-parallel (the default) and on 2
+# threads with each op's loops threaded (--parallel ops, the step before
+# data parallelism); then a short `train_encoder --compare` (2 tasks x 5
+# encodings, 200 steps) on 1 core and side by side on 2 (--threads 1, 2),
+# timed, and checks that both wrote the same table but for the seconds.
+# Prints every run and the medians over rounds (wall time, and the process's
+# CPU time per step over all its threads), with the load average.
+set -eu
+build=${1:-build/release}
+rounds=${2:-3}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+steps() { case $1 in tiny) echo 60;; medium) echo 20;; large) echo 6;; esac; }
+for r in $(seq "$rounds"); do
+  echo "round $r, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for c in tiny medium large; do
+    for mode in "1 data" "2 data" "2 ops"; do
+      set -- $mode
+      line=$("$build/bench/train_step" --config "$c" --threads "$1" --parallel "$2" --steps "$(steps "$c")" --warmup 3 --dropout 0.1 | grep "^$c ")
+      echo "  $line"
+      echo "$c $1 $2 $(echo "$line" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/') $(echo "$line" | sed 's/.*CPU \([0-9.]*\) ms\/step.*/\1/')" >> "$out/steps"
+    done
+  done
+  for t in 1 2; do
+    start=$(date +%s.%N)
+    "$build/examples/train_encoder" --compare --tasks shift,count --seeds 1 --steps 200 --eval-every 50 \
+      --threads "$t" --out "$out/t$t" > "$out/log$t" 2>&1
+    end=$(date +%s.%N)
+    s=$(echo "$end - $start" | bc)
+    echo "  compare --threads $t: $s s"
+    echo "$t $s" >> "$out/compare"
+  done
+  sed 's/| [0-9.]* |$/|/' "$out/t1/compare/results.md" > "$out/a"
+  sed 's/| [0-9.]* |$/|/' "$out/t2/compare/results.md" > "$out/b"
+  if cmp -s "$out/a" "$out/b"; then echo "  tables: the same but for the seconds"; else echo "  tables DIFFER"; diff "$out/a" "$out/b" || true; fi
+done
+echo "medians over $rounds rounds, load average now $(cut -d' ' -f1-3 /proc/loadavg):"
+median() { sort -n | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+for c in tiny medium large; do
+  one=$(awk -v c=$c '$1==c && $2==1 {print $4}' "$out/steps" | median)
+  dp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $4}' "$out/steps" | median)
+  ops=$(awk -v c=$c '$1==c && $2==2 && $3=="ops" {print $4}' "$out/steps" | median)
+  echo "$c: 1 thread $one ms, 2 threads data-parallel $dp ms ($(echo "scale=2; $one / $dp" | bc)x), 2 threads per-op $ops ms ($(echo "scale=2; $one / $ops" | bc)x)"
+  cone=$(awk -v c=$c '$1==c && $2==1 {print $5}' "$out/steps" | median)
+  cdp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $5}' "$out/steps" | median)
+  echo "$c: CPU time per step (all threads): 1 thread $cone ms, 2 threads data-parallel $cdp ms"
+done
+c1=$(awk '$1==1 {print $2}' "$out/compare" | median)
+c2=$(awk '$1==2 {print $2}' "$out/compare" | median)
+echo "compare: 1 core $c1 s, 2 cores $c2 s ($(echo "scale=2; $c1 / $c2" | bc)x)"
