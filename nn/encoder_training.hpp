@@ -429,7 +429,7 @@ inline Result train(Model& model, const Config& c, const Progress& progress = nu
     opt.set_lr(schedule(opt.step_count()));
     opt.step();
     for (int64_t v : b.valid_lens.to_vector<int64_t>()) tokens += v;
-    r.step_loss.push_back(loss.item<double>());
+    r.step_loss.push_back(done.loss);
     record(step);
     if (report) {
       const double train_acc = done.labelled ? static_cast<double>(done.right) / static_cast<double>(done.labelled) : 0.0;

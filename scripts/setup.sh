@@ -8,7 +8,8 @@ preset=${1:-release}
 
 # clang and its runtime (libFuzzer, sanitizers; only recommended by clang,
 # so named here) build the fuzzer of scripts/fuzz.sh. chromium and python3
-# run the reports' browser test (tests/report_browser.py, headless).
+# run the reports' browser test (tests/report_browser.py, headless); OpenMPI
+# builds and runs the two-rank training (examples/mpi, docs/distributed.md).
 packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
           clang libclang-rt-14-dev chromium python3 libopenmpi-dev openmpi-bin)
 missing=()
