@@ -8,7 +8,7 @@
 # large on 1 thread, on 2 threads data-parallel (the default) and on 2
 # threads with each op's loops threaded (--parallel ops, the step before
 # data parallelism); then a short `train_encoder --compare` (2 tasks x 5
-# encodings, 200 steps) on 1 core and side by side on 2 (--threads 1, 2),
+# encodings and the causal study's 3 tasks x 6, 200 steps, 1 seed) on 1 core and side by side on 2 (--threads 1, 2),
 # timed, and checks that both wrote the same table but for the seconds.
 # Prints every run and the medians over rounds (wall time, and the process's
 # CPU time per step over all its threads), with the load average.
@@ -37,8 +37,9 @@ for r in $(seq "$rounds"); do
     echo "  compare --threads $t: $s s"
     echo "$t $s" >> "$out/compare"
   done
-  sed 's/| [0-9.]* |$/|/' "$out/t1/compare/results.md" > "$out/a"
-  sed 's/| [0-9.]* |$/|/' "$out/t2/compare/results.md" > "$out/b"
+  # Both studies' tables (the encoder's and the causal one's), seconds column off.
+  sed 's/| [0-9.]* |$/|/' "$out/t1/compare/results.md" "$out/t1/compare_causal/results.md" > "$out/a"
+  sed 's/| [0-9.]* |$/|/' "$out/t2/compare/results.md" "$out/t2/compare_causal/results.md" > "$out/b"
   if cmp -s "$out/a" "$out/b"; then echo "  tables: the same but for the seconds"; else echo "  tables DIFFER"; diff "$out/a" "$out/b" || true; fi
 done
 echo "medians over $rounds rounds, load average now $(cut -d' ' -f1-3 /proc/loadavg):"

@@ -496,12 +496,16 @@ def cmd_self_check(args):
     # second only that assignment's.
     base = default_scratch("self-check")
     shutil.rmtree(base, ignore_errors=True)
+    # The student trees build in check-tests' scratch folder: only the files
+    # their stubs change recompile (prepare_scratch keeps the time stamps of
+    # unchanged files), not a whole library again.
+    grade_scratch = default_scratch("reference")
     single = max(chosen)
     for label, handed in (("all", chosen), (f"only-{single}", [single])):
         tree = base / f"student-{label}"
         cmd_make(argparse.Namespace(out=str(tree), assignments=",".join(map(str, handed))))
         log = base / f"grade-{label}.log"
-        results = grade_tree(tree, chosen, default_scratch("grade-self-check"), args.timeout, args.jobs, log)
+        results = grade_tree(tree, chosen, grade_scratch, args.timeout, args.jobs, log)
         problems = []
         for n, (_, tests, err) in results.items():
             if err:
@@ -519,7 +523,7 @@ def cmd_self_check(args):
         say(f"student tree ({label}): builds; hidden tests fail exactly for assignments {handed}, "
             f"each with its stub message")
         if args.public_build:
-            check_public_suite(handed, default_scratch("grade-self-check"), args)
+            check_public_suite(handed, grade_scratch, args)
     say(f"self-check passed in {time.time() - start:.0f} s")
 
 

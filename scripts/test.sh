@@ -6,17 +6,24 @@
 #   scripts/test.sh STAGE...     only these stages (for example: release)
 #
 # Stages:
-#   release   the whole suite, this machine's CPU (examples and README commands included)
+#   release   the whole suite, this machine's CPU (examples, README commands, the
+#             reports in a headless browser, two MPI ranks)
+#   course    the course kit's self-check: the reference passes every hidden test,
+#             every planted bug is caught, student trees fail exactly their
+#             assignments' tests (scripts/course.sh self-check; needs release)
 #   asan      the whole suite under AddressSanitizer, UBSan and LeakSanitizer
 #   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3)
 #   tsan      the thread-safety tests under ThreadSanitizer
 #   fuzz      the checkpoint reader fuzzed for 60 s (scripts/fuzz.sh)
+#   aarch64   cross-built for ARM64 (NEON), a subset under qemu-user: every
+#             gradcheck, GEMM, the CPU check, the PyTorch fixtures
+#             (scripts/cross-aarch64.sh; --full there runs every test)
 # Prints each stage's time, and a summary at the end; stops at the first
 # failing stage with its status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(release asan avx2 tsan fuzz)
+all=(release course asan avx2 tsan fuzz aarch64)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do
@@ -31,7 +38,9 @@ for s in "${stages[@]}"; do
   status=0
   case $s in
     release | asan | avx2 | tsan) scripts/setup.sh "$s" && ctest --preset "$s" || status=$? ;;
+    course) scripts/setup.sh release && scripts/course.sh self-check --public-build build/release || status=$? ;;
     fuzz) scripts/fuzz.sh 60 || status=$? ;;
+    aarch64) scripts/cross-aarch64.sh || status=$? ;;
   esac
   if ((status)); then
     echo "== test.sh: stage $s FAILED (status $status) after $((SECONDS - start)) s" >&2
