@@ -29,15 +29,6 @@ std::vector<std::vector<double>> head0(const sg::Tensor& w) {
   return rows;
 }
 
-// Two SVG documents of the same height side by side in one.
-std::string side_by_side(const std::string& left, const std::string& right, int width, int height) {
-  std::string shifted = right;
-  shifted.replace(0, 5, "<svg x=\"" + std::to_string(width) + "\" ");  // "<svg " -> "<svg x=... "
-  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(2 * width) + "\" height=\"" +
-         std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(2 * width) + " " + std::to_string(height) +
-         "\">\n" + left + shifted + "</svg>\n";
-}
-
 // Masking the future. The same projections with and without the causal
 // mask, over one sequence of `steps` random tokens: the weights side by side
 // (written to <out>/causal_attention.svg), then for every t, the tokens after
@@ -68,10 +59,13 @@ void masking_the_future(const sg::nn::MultiHeadAttention& open, int64_t num_hidd
   ho.xlabel = "Key position";
   ho.ylabel = "Query position";
   ho.has_range = true;
+  ho.colorbar_label = "attention weight";
   ho.title = "no mask (head 0)";
   const std::string left = sg::plot::heatmap_svg(open_w, ho);
   ho.title = "causal mask (head 0)";
-  out.write("causal_attention.svg", side_by_side(left, sg::plot::heatmap_svg(causal_w, ho), ho.width, ho.height));
+  out.write("causal_attention.svg", sg::plot::grid_svg({left, sg::plot::heatmap_svg(causal_w, ho)}, 2,
+                                                       "masking the future: one sequence of " +
+                                                           std::to_string(steps) + " tokens"));
 
   std::cout << "\nchanging the tokens after position t (outputs at positions 0..t compared):\n"
             << "   t   causal: bits kept   no mask: max |change|\n";
