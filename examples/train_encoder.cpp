@@ -595,9 +595,10 @@ std::string compare(Config base, const std::vector<std::string>& tasks, const st
     lo.width = 720, lo.height = 320;
     plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
     sg::plot::LineOptions po = lo;
-    po.title = "task: " + task + mask + ", accuracy at each position of lengths " + std::to_string(base.eval_min_len) +
-               "-" + std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
-               std::to_string(base.max_len) + ")" + over_seeds;
+    po.title = task + mask + ": accuracy per position, lengths " + std::to_string(base.eval_min_len) + "-" +
+               std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
+               std::to_string(base.max_len) + "; " +
+               (seeds > 1 ? std::to_string(seeds) + " seeds, band: lowest to highest)" : "1 seed)");
     po.xlabel = "position";
     po.ylabel = "accuracy at the position";
     plots.emplace_back("accuracy_by_position_" + task + ".svg", sg::plot::line_svg(by_position, po));
