@@ -232,7 +232,9 @@ def prepare_scratch(scratch, library_root):
 
 def configure(scratch, log):
     build = scratch / "build"
-    if (build / "CMakeCache.txt").is_file():
+    # Configured and generated (a configure that failed half-way leaves a
+    # CMakeCache.txt but no build files: run it again).
+    if (build / "CMakeCache.txt").is_file() and ((build / "Makefile").is_file() or (build / "build.ninja").is_file()):
         return build
     cmd = ["cmake", "-S", scratch / "src" / "kit", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
            f"-DSMALLGRAD_SOURCE={scratch / 'src'}"]
