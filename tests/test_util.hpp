@@ -343,4 +343,17 @@ inline long resident_bytes() {
   return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
 }
 
+// A naive loop for the attention tests: x (T, H) row-major times W^T for a
+// Linear weight W (H, H) -> (T, H), in double.
+inline std::vector<double> project(const std::vector<double>& x, int64_t rows, const sg::Tensor& weight) {
+  const auto w = weight.to_vector<float>();
+  const int64_t h = weight.shape()[0];
+  std::vector<double> out(static_cast<size_t>(rows * h), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < h; ++o)
+      for (int64_t i = 0; i < h; ++i)
+        out[static_cast<size_t>(r * h + o)] += x[static_cast<size_t>(r * h + i)] * w[static_cast<size_t>(o * h + i)];
+  return out;
+}
+
 }  // namespace test_util

@@ -15,23 +15,12 @@ using Catch::Contains;
 using sg::Tensor;
 using sg::nn::Positional;
 using test_util::check_module;
+using test_util::project;
 using test_util::ids;
 using test_util::normal;
 using test_util::randomize;
 
 namespace {
-
-// x (T, H) row-major times W^T for a Linear weight W (H, H): (T, H).
-std::vector<double> project(const std::vector<double>& x, int64_t rows, const Tensor& weight) {
-  const auto w = weight.to_vector<float>();
-  const int64_t h = weight.shape()[0];
-  std::vector<double> out(static_cast<size_t>(rows * h), 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < h; ++o)
-      for (int64_t i = 0; i < h; ++i)
-        out[static_cast<size_t>(r * h + o)] += x[static_cast<size_t>(r * h + i)] * w[static_cast<size_t>(o * h + i)];
-  return out;
-}
 
 struct Naive {
   std::vector<double> weights, output;  // (heads, Q, K), (Q, H)

@@ -16,6 +16,7 @@ using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
 using test_util::check_module;
+using test_util::project;
 using test_util::normal;
 using test_util::randomize;
 using namespace test_util;
@@ -98,18 +99,6 @@ TEST_CASE("MultiHeadAttention rejects bad sizes and valid_lens", "[nn][attention
 }
 
 namespace {
-
-// x (T, H) row-major times W^T for a Linear weight W (H, H): (T, H).
-std::vector<double> project(const std::vector<double>& x, int64_t rows, const Tensor& weight) {
-  const auto w = weight.to_vector<float>();
-  const int64_t h = weight.shape()[0];
-  std::vector<double> out(static_cast<size_t>(rows * h), 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < h; ++o)
-      for (int64_t i = 0; i < h; ++i)
-        out[static_cast<size_t>(r * h + o)] += x[static_cast<size_t>(r * h + i)] * w[static_cast<size_t>(o * h + i)];
-  return out;
-}
 
 // Multi-head attention written out with loops, for one batch row: queries
 // (Q, H), keys = values (K, H), keys [0, valid) visible, no biases, no
