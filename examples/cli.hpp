@@ -15,7 +15,8 @@
 //     before any work, so a failed or interrupted run leaves the folder as
 //     it found it.
 #include <CLI/CLI.hpp>
-#include <smallgrad.hpp>
+#include "core/error.hpp"
+#include "core/runtime.hpp"
 
 #include <atomic>
 #include <cerrno>

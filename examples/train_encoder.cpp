@@ -18,7 +18,7 @@
 // Every output is staged and moved into place only when the run (or the
 // whole comparison) completes; a failed or interrupted run leaves the output
 // folder as it found it (examples/cli.hpp).
-#include <smallgrad.hpp>
+#include "nn/checkpoint.hpp"
 #include <unistd.h>
 
 #include <algorithm>

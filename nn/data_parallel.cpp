@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "autograd/node.hpp"
+#include "autograd/ops.hpp"
 #include "autograd/profiler.hpp"
 #include "core/error.hpp"
 #include "core/kernels.hpp"

@@ -57,8 +57,11 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/ops.hpp"
 #include "core/tensor.hpp"
+
+namespace sg {
+class DropoutKeys;  // autograd/ops.hpp
+}
 
 namespace sg::nn {
 

@@ -1,6 +1,10 @@
 // What nn/encoder_training.hpp declares.
 #include "nn/encoder_training.hpp"
 
+#include "autograd/ops.hpp"
+#include "core/kernels.hpp"
+#include "nn/optim.hpp"
+
 namespace sg::training {
 
 const std::vector<std::string>& task_names() {

@@ -19,7 +19,13 @@
 // hides the keys after its query (causal mask). Its tasks must then label
 // position t from tokens 0..t alone: shift, tally and recall
 // (causal_task_names()); sort, reverse and count look ahead.
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
+#include "nn/data_parallel.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+#include "nn/transformer.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,7 @@
 #include "nn/loss.hpp"
 
+#include "autograd/ops.hpp"
+
 namespace sg::nn {
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {

@@ -1,7 +1,7 @@
 #pragma once
 // Losses. cross_entropy (fused log-softmax, ignore index) is an autograd op:
 // sg::cross_entropy in autograd/ops.hpp. Here: the compositions.
-#include "autograd/ops.hpp"
+#include "core/tensor.hpp"
 
 namespace sg::nn {
 

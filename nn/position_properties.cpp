@@ -1,6 +1,8 @@
 // What nn/position_properties.hpp declares.
 #include "nn/position_properties.hpp"
 
+#include "autograd/ops.hpp"
+
 #include <cmath>
 #include <cstdio>
 
