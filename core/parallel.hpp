@@ -7,7 +7,9 @@
 #include <omp.h>
 #endif
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 
 #include "core/runtime.hpp"
 
@@ -22,13 +24,31 @@ namespace sg {
 // The count is passed to every region: num_threads() is the process's, while
 // OpenMP's own setting would be the calling thread's. Inside another
 // parallel region the loop stays on its thread (no nested teams).
+//
+// An exception must not leave an OpenMP region (it calls std::terminate):
+// the first one a body throws, on any thread, is kept, the iterations not yet
+// started are skipped, and it is rethrown on the calling thread after the
+// region, so a parallel loop reports errors as a plain one does. When nothing
+// throws this costs a flag read per iteration (the try block itself is free).
 template <class F>
 inline void parallel_for(int64_t n, bool parallel, F&& body) {
 #ifdef _OPENMP
   const int threads = parallel && n > 1 && !omp_in_parallel() ? num_threads() : 1;
   if (threads > 1) {
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t i = 0; i < n; ++i) body(i);
+    for (int64_t i = 0; i < n; ++i) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        body(i);
+      } catch (...) {
+#pragma omp critical(sg_parallel_for_error)
+        if (!error) error = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (error) std::rethrow_exception(error);
     return;
   }
 #endif
