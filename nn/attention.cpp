@@ -132,7 +132,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
   if (positions.kind == Positional::none) {
-    // BEGIN ASSIGNMENT 5: forward: d2l's multi-head attention: project by W_q, W_k, W_v; per-head scores q k^T; masked_softmax with lens, causal and 1/sqrt(d); keep_weights; dropout; times the values; heads merged; W_o
+    // BEGIN ASSIGNMENT 5: MultiHeadAttention::forward: d2l's multi-head attention: project by W_q, W_k, W_v; per-head scores q k^T; masked_softmax with lens, causal and 1/sqrt(d); keep_weights; dropout; times the values; heads merged; W_o
     // The heads stay side by side in (B, T, h*d): head_scores and head_pool
     // read and write each head's columns in place, the same arithmetic as
     // split_heads, matmul and merge_heads without their four copies.
