@@ -293,8 +293,8 @@ def run_test(binary, name, timeout, env):
     except subprocess.TimeoutExpired:
         return False, f"timed out after {timeout} s"
     if r.returncode < 0:
-        # An exception thrown inside a parallel loop ends the process
-        # (std::terminate): its message is on stderr, after "what():".
+        # A crash or an exception that escaped (std::terminate): libstdc++
+        # prints the exception's message on stderr, after "what():".
         what = re.search(r"what\(\):\s*(.*)", r.stderr)
         return False, f"crashed (signal {-r.returncode})" + (f": {what.group(1).strip()}" if what else "")
     try:

@@ -9,21 +9,27 @@
 namespace sg::nn {
 namespace {
 
-// (B, T, H) -> (B * heads, T, H / heads): every head becomes its own batch row.
+// d2l's transpose_qkv: (B, T, H) -> (B * heads, T, H / heads), head i of
+// batch row b (columns i*d .. i*d+d-1) becoming batch row b * heads + i.
 Tensor split_heads(const Tensor& x, int64_t heads) {
+  // BEGIN ASSIGNMENT 5: split_heads: d2l's transpose_qkv, (B, T, heads * d) -> (B * heads, T, d) with reshape and permute
   const int64_t b = x.shape()[0], t = x.shape()[1], h = x.shape()[2];
   return reshape(permute(reshape(x, {b, t, heads, h / heads}), {0, 2, 1, 3}), {b * heads, t, h / heads});
+  // END ASSIGNMENT 5
 }
 
-// (B * heads, T, d) -> (B, T, heads * d): the inverse of split_heads.
+// d2l's transpose_output: (B * heads, T, d) -> (B, T, heads * d), the inverse of split_heads.
 Tensor merge_heads(const Tensor& x, int64_t heads) {
+  // BEGIN ASSIGNMENT 5: merge_heads: d2l's transpose_output, (B * heads, T, d) -> (B, T, heads * d), the inverse of split_heads
   const int64_t bh = x.shape()[0], t = x.shape()[1], d = x.shape()[2];
   return reshape(permute(reshape(x, {bh / heads, heads, t, d}), {0, 2, 1, 3}), {bh / heads, t, heads * d});
+  // END ASSIGNMENT 5
 }
 
 // valid_lens (B) or (B, Q) -> (B * heads) or (B * heads, Q): each batch row's
 // lengths repeated for each of its heads (torch.repeat_interleave).
 Tensor repeat_for_heads(const Tensor& valid_lens, int64_t heads) {
+  // BEGIN ASSIGNMENT 5: repeat_for_heads: (B) or (B, Q) int64 -> (B * heads) or (B * heads, Q), row b * heads + i a copy of row b
   Shape shape = valid_lens.shape();
   const int64_t rows = shape[0], per_row = valid_lens.numel() / std::max<int64_t>(rows, 1);
   shape[0] *= heads;
@@ -34,6 +40,7 @@ Tensor repeat_for_heads(const Tensor& valid_lens, int64_t heads) {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t j = 0; j < per_row; ++j) dst[(r * heads + h) * per_row + j] = src[r * per_row + j];
   return out;
+  // END ASSIGNMENT 5
 }
 
 // (Q, K) int64: clip(j - i, -k, k) + k, the row of the relative table that
@@ -124,23 +131,25 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
     lens = repeat_for_heads(valid_lens, num_heads);
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
-  // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by `by`
-  // (1/sqrt(d) unless the scores come scaled), softmaxed.
-  auto attend = [&](const Tensor& scores, double by) {
-    const Tensor weights = masked_softmax(scores, lens, causal, by);
-    keep_weights(reshape(weights.detach(), {batch, num_heads, nq, nk}));
-    return attention_dropout->forward(weights);
-  };
-
   if (positions.kind == Positional::none) {
+    // BEGIN ASSIGNMENT 5: MultiHeadAttention::forward: d2l's multi-head attention: project by W_q, W_k, W_v; per-head scores q k^T; masked_softmax with lens, causal and 1/sqrt(d); keep_weights; dropout; times the values; heads merged; W_o
     // The heads stay side by side in (B, T, h*d): head_scores and head_pool
     // read and write each head's columns in place, the same arithmetic as
-    // the split-heads path below without its four copies.
+    // split_heads, matmul and merge_heads without their four copies.
     const Tensor q = W_q->forward(queries), k = W_k->forward(keys), v = W_v->forward(values);
-    return W_o->forward(head_pool(attend(head_scores(q, k, num_heads), scale), v, num_heads));
+    const Tensor weights = masked_softmax(head_scores(q, k, num_heads), lens, causal, scale);  // (B*h, Q, K)
+    keep_weights(weights);
+    return W_o->forward(head_pool(attention_dropout->forward(weights), v, num_heads));
+    // END ASSIGNMENT 5
   }
-
   // Positions inside attention work on each head's own (T, d) matrix.
+  // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by `by`
+  // (1/sqrt(d) unless the scores come scaled), softmaxed, kept, dropped out.
+  auto attend = [&](const Tensor& scores, double by) {
+    const Tensor weights = masked_softmax(scores, lens, causal, by);
+    keep_weights(weights);
+    return attention_dropout->forward(weights);
+  };
   Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
   Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
   const Tensor v = split_heads(W_v->forward(values), num_heads);  // (B*h, K, d)
@@ -167,9 +176,11 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
 }
 
 void MultiHeadAttention::keep_weights(const Tensor& weights) const {
+  const Shape& s = weights.shape();  // (B*h, Q, K) -> (B, h, Q, K), off the graph
+  const Tensor kept = reshape(weights.detach(), {s[0] / num_heads, num_heads, s[1], s[2]});
   std::lock_guard<std::mutex> lock(weights_mutex_);
-  weights_by_thread_[std::this_thread::get_id()] = weights;
-  latest_weights_ = weights;
+  weights_by_thread_[std::this_thread::get_id()] = kept;
+  latest_weights_ = kept;
 }
 
 Tensor MultiHeadAttention::attention_weights() const {

@@ -67,6 +67,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Dropout> attention_dropout;
 
  private:
+  // Keeps a forward's weights (B * heads, Q, K), before dropout, for attention_weights().
   void keep_weights(const Tensor& weights) const;
   mutable std::mutex weights_mutex_;
   mutable std::unordered_map<std::thread::id, Tensor> weights_by_thread_;

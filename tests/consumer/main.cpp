@@ -5,6 +5,7 @@
 #include <smallgrad.hpp>
 
 #include <cmath>
+#include <exception>
 #include <iostream>
 #include <memory>
 
@@ -31,9 +32,7 @@ class SoftsignLayer : public sg::nn::Module {
   sg::Tensor gain;
 };
 
-}  // namespace
-
-int main() {
+int run() {
   sg::Tensor w = sg::randn({3, 2}).set_requires_grad();
   sg::Tensor x = sg::ones({4, 3});
   sg::Tensor loss = sg::sum(sg::matmul(x, w));
@@ -55,4 +54,16 @@ int main() {
       sg::nn::gradcheck_module(layer, layer_fn, {sg::randn({4, 3})}, {.name = "SoftsignLayer"});
   std::cout << op << "\n" << module << "\n";
   return op && module && module.checked == 12 + 2 + 6 + 2 ? 0 : 1;
+}
+
+}  // namespace
+
+// Every exception ends the program with one line and exit status 1.
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cerr << "consumer: " << e.what() << "\n";
+    return 1;
+  }
 }
