@@ -36,11 +36,12 @@ namespace {
 // independent-looking coins. It is keyed twice: k0 is xored into the counter
 // and k1 into the state before the last round, so the masks of two keys are
 // unrelated, not one sequence shifted (as hash(i + k) would give: two calls
-// whose keys landed close would drop the same elements, shifted). Cheaper
-// two-multiply hashes (lowbias32, keyed the same ways) showed structure in
-// the checks of tests/autograd/ops/test_dropout_statistics.cpp (docs/results.md,
-// "CPU targets"). k0 and k1 come from the call's 64-bit key and i's high 32
-// bits through SplitMix64's finaliser, once per 2^32 elements.
+// whose keys landed close would drop the same elements, shifted).
+// lowbias32 (two multiplies) keyed before its second round, or applied
+// twice with a key each, showed structure in checks like those of
+// tests/autograd/ops/test_dropout_statistics.cpp (docs/results.md, "CPU
+// targets"). k0 and k1 come from the call's 64-bit key and i's high 32 bits
+// through SplitMix64's finaliser, once per 2^32 elements.
 inline uint32_t coin(uint32_t i, uint32_t k0, uint32_t k1) {
   uint32_t x = i ^ k0;
   x ^= x >> 17;
