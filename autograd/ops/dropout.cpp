@@ -12,6 +12,8 @@
 // the whole batch's mask, cut to its examples.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "autograd/ops.hpp"
 #include "core/kernels.hpp"
@@ -20,29 +22,72 @@
 namespace sg {
 namespace {
 
-// SplitMix64's finaliser over a Weyl sequence: consecutive i give independent-looking
-// 64-bit values (it passes BigCrush as a stream).
-inline uint64_t coin(uint64_t key, uint64_t i) {
-  uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+// The coin of element i (counted from the first example, see above) is a
+// keyed 32-bit hash of i's low 32 bits, built from 32 x 32 -> 32-bit
+// multiplies, xors and shifts only: every vector ISA multiplies 32-bit lanes
+// (SSE4.1 pmulld, AVX2, AVX-512, NEON), while 64-bit lane multiplies exist
+// only in AVX-512DQ (AVX2 and SSE emulate each with three multiplies and
+// shifts, which made dropout the slowest op of an AVX2 step).
+//
+// The hash is Wellons' "triple32" (hash-prospector): three rounds of
+// xorshift and multiply, a bijection on 32 bits whose output bits each flip
+// with probability close to 1/2 when any input bit flips (the least biased
+// three-round hash that search found), so consecutive counters give
+// independent-looking coins. It is keyed twice: k0 is xored into the counter
+// and k1 into the state before the last round, so the masks of two keys are
+// unrelated, not one sequence shifted (as hash(i + k) would give: two calls
+// whose keys landed close would drop the same elements, shifted).
+// lowbias32 (two multiplies) keyed before its second round, or applied
+// twice with a key each, showed structure in checks like those of
+// tests/autograd/ops/test_dropout_statistics.cpp (docs/results.md, "CPU
+// targets"). k0 and k1 come from the call's 64-bit key and i's high 32 bits
+// through SplitMix64's finaliser, once per 2^32 elements.
+inline uint32_t coin(uint32_t i, uint32_t k0, uint32_t k1) {
+  uint32_t x = i ^ k0;
+  x ^= x >> 17;
+  x *= 0xED5AD4BBu;
+  x ^= x >> 11;
+  x *= 0xAC4C1B51u;
+  x ^= k1;
+  x ^= x >> 15;
+  x *= 0x31848BABu;
+  return x ^ (x >> 14);
 }
 
-// Elements [begin, end): out_i = 0 where coin(key, i) < threshold, else x_i * scale.
+// (k0, k1) for the elements whose index has high half `hi`: SplitMix64's
+// finaliser of the key and hi (64-bit multiplies, scalar, once per range).
+inline std::pair<uint32_t, uint32_t> round_keys(uint64_t key, uint64_t hi) {
+  uint64_t z = key + (hi + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return {static_cast<uint32_t>(z), static_cast<uint32_t>(z >> 32)};
+}
+
+// Elements [begin, end) of x, whose element 0 has index base: out_i = 0 where
+// the coin of index base + i is below threshold, else x_i * scale.
 // A function of its own with restrict pointers: inside the OpenMP region's
 // closure GCC could not prove in and out apart and left the loop scalar.
 template <class T>
 void mask_range(const T* __restrict in, T* __restrict out, int64_t begin, int64_t end, uint64_t key,
-                uint64_t base, uint64_t threshold, T scale) {
-  for (int64_t i = begin; i < end; ++i) {  // vectorised: a select, no branch, no masked load
-    const T m = coin(key, base + static_cast<uint64_t>(i)) < threshold ? T(0) : scale;
-    out[i] = in[i] * m;
+                uint64_t base, uint32_t threshold, T scale) {
+  while (begin < end) {
+    // The run of indices that share their high 32 bits (all of them below 2^32 elements).
+    const uint64_t index = base + static_cast<uint64_t>(begin);
+    const uint32_t lo = static_cast<uint32_t>(index);
+    const int64_t n = static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(end - begin), (1ull << 32) - lo));
+    const auto [k0, k1] = round_keys(key, index >> 32);
+    const T* x = in + begin;
+    T* o = out + begin;
+    for (int64_t j = 0; j < n; ++j) {  // vectorised: 32-bit lanes, a select, no branch
+      o[j] = x[j] * (coin(lo + static_cast<uint32_t>(j), k0, k1) < threshold ? T(0) : scale);
+    }
+    begin += n;
   }
 }
 
 // x: any shape -> out: x's shape, masked and scaled; element i flips coin base + i.
-Tensor apply_mask(const Tensor& x, uint64_t key, uint64_t base, uint64_t threshold, double keep) {
+Tensor apply_mask(const Tensor& x, uint64_t key, uint64_t base, uint32_t threshold, double keep) {
   Tensor out = empty(x.shape(), x.dtype());
   visit_floating(x, "dropout", [&](auto tag) {
     using T = decltype(tag);
@@ -95,7 +140,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   } else {
     key = gen.next_u64();
   }
-  const auto threshold = static_cast<uint64_t>(std::ldexp(p, 64));  // P(coin < threshold) = p
+  // P(coin < threshold) = floor(p 2^32) / 2^32: p to within 2^-32 (p < 1, so it fits).
+  const auto threshold = static_cast<uint32_t>(std::ldexp(p, 32));
   const double keep = 1.0 / (1.0 - p);
   return record("dropout", apply_mask(x, key, base, threshold, keep), {x}, {},
                 [key, base, threshold, keep](const Tensor& g) -> Grads {
