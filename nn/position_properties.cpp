@@ -10,6 +10,8 @@ namespace sg::training {
 
 namespace detail {
 
+using Rows = std::vector<std::vector<double>>;
+
 std::string fmt(const char* f, double v) {
   char buf[96];
   std::snprintf(buf, sizeof buf, f, v);
@@ -48,11 +50,14 @@ double max_diff(const Rows& a, const Rows& b) {
   return m;
 }
 
+// rope applied to a vector of ones at positions 0..n-1: (n, head_dim).
 Rows rotations(int64_t n, int64_t head_dim) {
   sg::NoGradGuard no_grad;
   return rows_of(sg::rope(sg::ones({1, n, head_dim})), n, head_dim);
 }
 
+// The vectors an encoding gives (absolute: one per position; relative: one
+// per offset, row r for offset r - max_distance); empty for none.
 Rows vectors(const Model& m, const Config& c) {
   const int64_t n = c.positions(), d = c.hidden;
   switch (c.positional) {

@@ -31,31 +31,6 @@ struct PositionView {
   std::string unique, consistent, longer, bounded, deterministic;
 };
 
-namespace detail {
-
-std::string fmt(const char* f, double v);
-
-using Rows = std::vector<std::vector<double>>;
-
-Rows rows_of(const sg::Tensor& t, int64_t n, int64_t d);
-
-double dot(const std::vector<double>& a, const std::vector<double>& b);
-
-double cosine(const std::vector<double>& a, const std::vector<double>& b);
-
-double max_abs(const Rows& r);
-
-double max_diff(const Rows& a, const Rows& b);
-
-// rope applied to a vector of ones at positions 0..n-1: (n, head_dim).
-Rows rotations(int64_t n, int64_t head_dim);
-
-// The vectors an encoding gives (absolute: one per position; relative: one
-// per offset, row r for offset r - max_distance); empty for none.
-Rows vectors(const Model& m, const Config& c);
-
-}  // namespace detail
-
 // Measures the encoding of `model` (trained with `c`); acc_longer is the
 // run's accuracy on the longer evaluation lengths (property 3 is measured by
 // training, not by looking at vectors).

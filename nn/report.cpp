@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -54,6 +55,8 @@ std::string attention_json(const std::vector<RunAttention>& runs) {
 
 namespace detail {
 
+using sg::plot::detail::esc;
+
 std::string read(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) throw std::runtime_error("report: cannot read '" + p.string() + "'");
@@ -75,6 +78,7 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
+// Markdown: tables become <table>s, other non-empty lines paragraphs.
 std::string markdown(const std::string& md) {
   std::ostringstream o;
   bool in_table = false, header = false;
@@ -116,6 +120,7 @@ std::string csv_table(const std::string& csv) {
 
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+// The explorer: plain JavaScript over the JSON in #attention-data.
 const char* explorer_js() {
   return R"JS(
 (function () {

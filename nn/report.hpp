@@ -18,7 +18,6 @@
 // that wrote into the same folder. The page needs no network: the figures
 // are inline SVG, the explorer a little plain JavaScript over inline JSON.
 // Compiled in the library (nn/report.cpp), like nn/plot.hpp.
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -43,30 +42,6 @@ struct RunAttention {
 // Thousandths as whole numbers keep a comparison's file small (a weight is
 // shown to three decimals anyway).
 std::string attention_json(const std::vector<RunAttention>& runs);
-
-namespace detail {
-
-using sg::plot::detail::esc;
-
-std::string read(const std::filesystem::path& p);
-
-std::vector<std::string> split(const std::string& s, char sep);
-
-std::string trim(const std::string& s);
-
-// Markdown: tables become <table>s, other non-empty lines paragraphs.
-std::string markdown(const std::string& md);
-
-std::string csv_table(const std::string& csv);
-
-bool starts(const std::string& s, const std::string& p);
-
-// The explorer: plain JavaScript over the JSON in #attention-data.
-const char* explorer_js();
-
-const char* style();
-
-}  // namespace detail
 
 // The report of `folder` as one HTML page.
 std::string build_report(const std::string& folder, const std::string& title);
