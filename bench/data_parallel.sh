@@ -10,8 +10,9 @@
 # data parallelism); then a short `train_encoder --compare` (2 tasks x 5
 # encodings and the causal study's 3 tasks x 6, 200 steps, 1 seed) on 1 core and side by side on 2 (--threads 1, 2),
 # timed, and checks that both wrote the same table but for the seconds.
-# Prints every run and the medians over rounds (wall time, and the process's
-# CPU time per step over all its threads), with the load average.
+# Prints every run, the medians over rounds (wall time, and the process's
+# CPU time per step over all its threads) and the median of the rounds'
+# speed-ups, with the load average.
 set -eu
 build=${1:-build/release}
 rounds=${2:-3}
@@ -44,15 +45,21 @@ for r in $(seq "$rounds"); do
 done
 echo "medians over $rounds rounds, load average now $(cut -d' ' -f1-3 /proc/loadavg):"
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+# The speed-up of each round (its own 1-thread time over its own 2-thread
+# time, measured seconds apart), then their median: on a shared machine the
+# speed of a core drifts between rounds, and a ratio of medians taken from
+# different rounds would mix that drift in.
+ratios() { paste -d' ' "$1" "$2" | awk '{printf "%.2f\n", $1 / $2}'; }
 for c in tiny medium large; do
-  one=$(awk -v c=$c '$1==c && $2==1 {print $4}' "$out/steps" | median)
-  dp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $4}' "$out/steps" | median)
-  ops=$(awk -v c=$c '$1==c && $2==2 && $3=="ops" {print $4}' "$out/steps" | median)
-  echo "$c: 1 thread $one ms, 2 threads data-parallel $dp ms ($(echo "scale=2; $one / $dp" | bc)x), 2 threads per-op $ops ms ($(echo "scale=2; $one / $ops" | bc)x)"
+  awk -v c=$c '$1==c && $2==1 {print $4}' "$out/steps" > "$out/one"
+  awk -v c=$c '$1==c && $2==2 && $3=="data" {print $4}' "$out/steps" > "$out/dp"
+  awk -v c=$c '$1==c && $2==2 && $3=="ops" {print $4}' "$out/steps" > "$out/ops"
+  echo "$c: 1 thread $(median < "$out/one") ms, 2 threads data-parallel $(median < "$out/dp") ms, 2 threads per-op $(median < "$out/ops") ms"
+  echo "$c: speed-up data-parallel $(ratios "$out/one" "$out/dp" | median)x (rounds: $(ratios "$out/one" "$out/dp" | paste -sd' ')), per-op $(ratios "$out/one" "$out/ops" | median)x"
   cone=$(awk -v c=$c '$1==c && $2==1 {print $5}' "$out/steps" | median)
   cdp=$(awk -v c=$c '$1==c && $2==2 && $3=="data" {print $5}' "$out/steps" | median)
   echo "$c: CPU time per step (all threads): 1 thread $cone ms, 2 threads data-parallel $cdp ms"
 done
-c1=$(awk '$1==1 {print $2}' "$out/compare" | median)
-c2=$(awk '$1==2 {print $2}' "$out/compare" | median)
-echo "compare: 1 core $c1 s, 2 cores $c2 s ($(echo "scale=2; $c1 / $c2" | bc)x)"
+awk '$1==1 {print $2}' "$out/compare" > "$out/c1"
+awk '$1==2 {print $2}' "$out/compare" > "$out/c2"
+echo "compare: 1 core $(median < "$out/c1") s, 2 cores $(median < "$out/c2") s, speed-up $(ratios "$out/c1" "$out/c2" | median)x (rounds: $(ratios "$out/c1" "$out/c2" | paste -sd' '))"

@@ -370,24 +370,27 @@ std::string duration(double seconds) {
 // their own threads: every call takes a lock.
 class CompareProgress {
  public:
-  CompareProgress(int64_t runs, int64_t steps)
-      : runs_(runs), steps_(steps), tty_(isatty(2)), step_of_(static_cast<size_t>(runs), 0) {}
+  // steps[k - 1]: the training steps of run k.
+  explicit CompareProgress(std::vector<int64_t> steps)
+      : runs_(static_cast<int64_t>(steps.size())), steps_(std::move(steps)), tty_(isatty(2)),
+        step_of_(steps_.size(), 0) {}
   // During run k (1-based), at `step`.
   void at(int64_t k, const std::string& label, int64_t step) {
     std::lock_guard<std::mutex> lock(mu_);
     step_of_[static_cast<size_t>(k - 1)] = step;
     if (!tty_) return;
-    std::fprintf(stderr, "\r[run %lld/%lld] %-26s step %lld/%lld  %s elapsed, about %s left   ",
+    std::fprintf(stderr, "\r[run %lld/%lld] %-33s step %lld/%lld  %s elapsed, about %s left   ",
                  static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
-                 static_cast<long long>(step), static_cast<long long>(steps_), duration(elapsed()).c_str(),
+                 static_cast<long long>(step), static_cast<long long>(steps_[static_cast<size_t>(k - 1)]),
+                 duration(elapsed()).c_str(),
                  duration(left()).c_str());
     std::fflush(stderr);
   }
   void finished(int64_t k, const std::string& label, const Result& r) {
     std::lock_guard<std::mutex> lock(mu_);
-    step_of_[static_cast<size_t>(k - 1)] = steps_;
+    step_of_[static_cast<size_t>(k - 1)] = steps_[static_cast<size_t>(k - 1)];
     const std::string to95 = r.steps_to_95 < 0 ? "never" : "at step " + std::to_string(r.steps_to_95);
-    std::fprintf(stderr, "%s[run %lld/%lld] %-26s acc %.3f  longer %.3f  past %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
+    std::fprintf(stderr, "%s[run %lld/%lld] %-33s acc %.3f  longer %.3f  past %.3f  95%% %s  %.1f s;  %s elapsed, about %s left%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(k), static_cast<long long>(runs_), label.c_str(),
                  r.acc_train_lengths, r.acc_longer, r.acc_past_train, to95.c_str(),
                  r.seconds, duration(elapsed()).c_str(), duration(left()).c_str(), tty_ ? "   " : "");
@@ -396,12 +399,13 @@ class CompareProgress {
  private:
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   double left() const {
-    double done = 0;
+    double done = 0, total = 0;
     for (int64_t s : step_of_) done += static_cast<double>(s);
-    const double total = static_cast<double>(runs_ * steps_);
+    for (int64_t s : steps_) total += static_cast<double>(s);
     return done > 0 ? elapsed() / done * (total - done) : 0;
   }
-  int64_t runs_, steps_;
+  int64_t runs_;
+  std::vector<int64_t> steps_;
   bool tty_;
   std::mutex mu_;
   std::vector<int64_t> step_of_;  // steps done by each run
@@ -433,20 +437,30 @@ struct CompareJob {
 // drew when the runs went one after another on the default generator, so the
 // results are the same bits however many run at once. They land in job
 // order. The first error stops the others and is rethrown once all have stopped.
-void run_side_by_side(std::vector<CompareJob>& jobs, CompareProgress& progress) {
-  for (CompareJob& job : jobs) {
-    sg::manual_seed(job.c.seed);
-    job.model = std::make_unique<sg::training::Model>(job.c);
-    use_generator_for_dropout(*job.model, std::make_shared<sg::Generator>(sg::default_generator()));
+// Every study's runs go into one pool, so that no core waits for the last
+// run of one study before the next study starts; the runs with the most
+// steps start first, so that the last to finish is a short one.
+void run_side_by_side(const std::vector<CompareJob*>& jobs) {
+  std::vector<int64_t> steps;
+  for (CompareJob* job : jobs) {
+    sg::manual_seed(job->c.seed);
+    job->model = std::make_unique<sg::training::Model>(job->c);
+    use_generator_for_dropout(*job->model, std::make_shared<sg::Generator>(sg::default_generator()));
+    steps.push_back(job->c.steps);
   }
+  CompareProgress progress(steps);
+  std::vector<size_t> order(jobs.size());  // the order runs start in
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a] > steps[b]; });
   std::atomic<size_t> next{0};
   std::exception_ptr error;  // the first to fail, in time: the others stop because of it
   std::mutex error_mu;
   std::atomic<bool> failed{false};
   auto worker = [&] {
     sg::ThreadCountGuard one_thread(1);
-    for (size_t i; !failed && (i = next++) < jobs.size();) {
-      CompareJob& job = jobs[i];
+    for (size_t n; !failed && (n = next++) < jobs.size();) {
+      const size_t i = order[n];
+      CompareJob& job = *jobs[i];
       const int64_t k = static_cast<int64_t>(i) + 1;
       try {
         progress.at(k, job.label, 0);
@@ -475,26 +489,63 @@ void run_side_by_side(std::vector<CompareJob>& jobs, CompareProgress& progress) 
 
 // One study: every kind of positions on every task, `seeds` seeds each,
 // written to <out_root>/<folder>/ (the encoder's in compare/, the causal
-// one, base.causal, in compare_causal/, with the same files).
-// Returns the path of the study's report.html.
-std::string compare(Config base, const std::vector<std::string>& tasks, const std::vector<sg::nn::Positional>& kinds,
-                    int64_t seeds, const std::string& out_root, const std::string& folder = "compare") {
-  // Nothing is written until every run is done: an interrupted comparison
-  // leaves the last complete table, CSV and plots as they were.
-  examples::Outputs out(out_root + "/" + folder, "--out");
+// one, base.causal, in compare_causal/, with the same files). Its folder is
+// checked and its runs listed first (plan_study); the runs of every study
+// then train in one pool (run_side_by_side); then each study writes its
+// files (write_study). Nothing is written until every run is done: an
+// interrupted comparison leaves the last complete tables, CSVs and plots as
+// they were.
+struct CompareStudy {
+  Config base;
+  std::vector<std::string> tasks;
+  std::vector<sg::nn::Positional> kinds;
+  int64_t seeds = 1;
+  std::unique_ptr<examples::Outputs> out;
+  std::vector<CompareJob> jobs;  // task by task, kind by kind, seed by seed
+};
+
+CompareStudy plan_study(Config base, const std::vector<std::string>& tasks,
+                        const std::vector<sg::nn::Positional>& kinds, int64_t seeds, const std::string& out_root,
+                        const std::string& folder) {
+  auto out = std::make_unique<examples::Outputs>(out_root + "/" + folder, "--out");
   for (const char* f : {"settings.md", "results.md", "results.csv", "accuracy_by_position.csv", "attention.json",
                         "positions.md", "report.html"})
-    out.expect(f);
+    out->expect(f);
   base.record_attention_at = record_steps(base.steps);
   {
     std::string task_list, kind_list;
     for (const auto& t : tasks) task_list += (task_list.empty() ? "" : ", ") + t;
     for (auto k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + std::string(sg::nn::positional_name(k));
     // First, so that the report knows every later file as this comparison's.
-    out.write("settings.md", settings_md(base, {{"--tasks", task_list}, {"--positionals", kind_list},
-                                                {"--seeds", std::to_string(seeds) + " (from --seed " +
-                                                                std::to_string(base.seed) + ")"}}));
+    out->write("settings.md", settings_md(base, {{"--tasks", task_list}, {"--positionals", kind_list},
+                                                 {"--seeds", std::to_string(seeds) + " (from --seed " +
+                                                                 std::to_string(base.seed) + ")"}}));
   }
+  std::vector<CompareJob> jobs;
+  for (const std::string& task : tasks)
+    for (sg::nn::Positional kind : kinds)
+      for (int64_t s = 0; s < seeds; ++s) {
+        CompareJob job;
+        job.c = base;
+        job.c.task = task;
+        job.c.positional = kind;
+        job.c.seed = base.seed + static_cast<uint64_t>(s);
+        job.label = std::string(base.causal ? "causal " : "") + task + "/" + sg::nn::positional_name(kind) +
+                    "/seed" + std::to_string(job.c.seed);
+        job.keep_model = s == 0;
+        jobs.push_back(std::move(job));
+      }
+  return {base, tasks, kinds, seeds, std::move(out), std::move(jobs)};
+}
+
+// The study's files, from its finished runs. Returns the path of its report.html.
+std::string write_study(CompareStudy& study) {
+  const Config& base = study.base;
+  const std::vector<std::string>& tasks = study.tasks;
+  const std::vector<sg::nn::Positional>& kinds = study.kinds;
+  const int64_t seeds = study.seeds;
+  examples::Outputs& out = *study.out;
+  std::vector<CompareJob>& jobs = study.jobs;
   std::vector<sg::report::RunAttention> recorded;
   std::vector<std::pair<std::string, sg::training::PositionView>> views;
   std::ostringstream csv;
@@ -508,21 +559,6 @@ std::string compare(Config base, const std::vector<std::string>& tasks, const st
         << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len << " | of which positions "
         << past << " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|\n";
   std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
-  CompareProgress progress(static_cast<int64_t>(tasks.size() * kinds.size()) * seeds, base.steps);
-  std::vector<CompareJob> jobs;
-  for (const std::string& task : tasks)
-    for (sg::nn::Positional kind : kinds)
-      for (int64_t s = 0; s < seeds; ++s) {
-        CompareJob job;
-        job.c = base;
-        job.c.task = task;
-        job.c.positional = kind;
-        job.c.seed = base.seed + static_cast<uint64_t>(s);
-        job.label = task + "/" + sg::nn::positional_name(kind) + "/seed" + std::to_string(job.c.seed);
-        job.keep_model = s == 0;
-        jobs.push_back(std::move(job));
-      }
-  run_side_by_side(jobs, progress);
   size_t run = 0;
   for (const std::string& task : tasks) {
     std::vector<sg::plot::Series> curves, by_position;
@@ -821,15 +857,21 @@ int main(int argc, char** argv) {
       throw examples::UsageError(what);
     }
     if (!do_compare) return run_one(c, out);
-    std::vector<std::string> reports;
+    std::vector<CompareStudy> studies_run;
     for (const Study& st : plan) {
       Config base = c;
       base.causal = st.causal;
       if (st.causal && (causal_steps_opt->count() || !steps_opt->count())) base.steps = causal_steps;
       std::vector<sg::nn::Positional> compared;
       for (const std::string& p : st.kinds) compared.push_back(sg::nn::parse_positional(p));
-      reports.push_back(compare(base, st.tasks, compared, seeds, out, st.causal ? "compare_causal" : "compare"));
+      studies_run.push_back(plan_study(base, st.tasks, compared, seeds, out, st.causal ? "compare_causal" : "compare"));
     }
+    std::vector<CompareJob*> pool;
+    for (CompareStudy& study : studies_run)
+      for (CompareJob& job : study.jobs) pool.push_back(&job);
+    run_side_by_side(pool);
+    std::vector<std::string> reports;
+    for (CompareStudy& study : studies_run) reports.push_back(write_study(study));
     if (reports.size() > 1) {  // the first study's report last: the page to open first
       std::cout << "\nreports, one per study (open them in a browser):\n";
       for (size_t i = reports.size(); i-- > 0;)
