@@ -1,240 +1,20 @@
 // The backward engine: topological order from the output, each node's
-// backward once, gradient shapes checked against their inputs. Also the
-// recording and anomaly-mode switches, and anomaly mode's checks.
+// backward once, gradient shapes checked against their inputs, gradients
+// summed into the leaves' .grad (backward) or returned (grad). Nodes and
+// record() are in autograd/node.cpp; anomaly mode's checks in
+// autograd/anomaly.cpp.
 #include <algorithm>
-#include <cmath>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/anomaly.hpp"
 #include "autograd/node.hpp"
 #include "autograd/profiler.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {
-namespace {
-std::atomic<int64_t> g_live_nodes{0};
-thread_local bool g_grad_enabled = true;
-thread_local bool g_anomaly_mode = false;
-// Anomaly mode only: the op whose backward is running, so that a NaN found
-// in an op called inside that backward is reported with it.
-thread_local const char* g_in_backward_of = nullptr;
-}  // namespace
-
-Node::Node(const char* op_name, std::vector<Tensor> in, BackwardFn fn)
-    : op(op_name), inputs(std::move(in)), backward(std::move(fn)) {
-  g_live_nodes.fetch_add(1, std::memory_order_relaxed);
-}
-
-namespace {
-// The nodes waiting to be destroyed by the outermost ~Node on this thread
-// (null when no ~Node is running). A plain pointer: no thread_local
-// destructor whose order could matter at thread exit.
-thread_local std::vector<std::shared_ptr<Node>>* t_dying = nullptr;
-
-// Drops node's closure and inputs, moving out, instead of destroying, the
-// node of every input tensor that dies with them: those nodes are destroyed
-// later by the loop in ~Node, so destruction never recurses down the graph.
-void release_edges(Node& node, std::vector<std::shared_ptr<Node>>& dying) {
-  // The closure first: its captures are mostly copies of inputs, which the
-  // inputs still hold, so it frees little else (and what it frees comes
-  // back here through t_dying).
-  node.backward = nullptr;
-  for (Tensor& t : node.inputs)
-    if (t.defined() && t.impl_ptr().use_count() == 1 && t.impl()->node)
-      dying.push_back(std::move(t.impl()->node));
-  node.inputs.clear();
-}
-}  // namespace
-
-Node::~Node() {
-  g_live_nodes.fetch_sub(1, std::memory_order_relaxed);
-  if (t_dying) {  // inside another ~Node's loop: hand the inputs' nodes to it
-    release_edges(*this, *t_dying);
-    return;
-  }
-  std::vector<std::shared_ptr<Node>> dying;
-  t_dying = &dying;
-  release_edges(*this, dying);
-  while (!dying.empty()) {
-    std::shared_ptr<Node> next = std::move(dying.back());
-    dying.pop_back();
-    next.reset();  // if this was the last owner, ~Node above pushes its inputs' nodes
-  }
-  t_dying = nullptr;
-}
-
-int64_t Node::live_count() { return g_live_nodes.load(std::memory_order_relaxed); }
-
-bool grad_enabled() { return g_grad_enabled; }
-NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
-
-bool anomaly_mode() { return g_anomaly_mode; }
-void set_anomaly_mode(bool on) { g_anomaly_mode = on; }
-AnomalyModeGuard::AnomalyModeGuard(bool on) : previous_(g_anomaly_mode) { g_anomaly_mode = on; }
-AnomalyModeGuard::~AnomalyModeGuard() { g_anomaly_mode = previous_; }
-
-namespace {
-
-// ---- anomaly mode: the checks and their messages, called only while it is on ----
-
-// The flat index of the first NaN or infinity in t, or -1 (int64 holds neither).
-int64_t first_nonfinite(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype())) return -1;
-  return visit_floating(t.dtype(), "anomaly mode", [&](auto tag) -> int64_t {
-    using T = decltype(tag);
-    const T* p = t.data<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      if (!std::isfinite(p[i])) return i;
-    return -1;
-  });
-}
-
-// "NaN at element 4 (1, 1)"
-std::string where(const Tensor& t, int64_t i) {
-  const double v = visit_floating(t.dtype(), "anomaly mode",
-                                  [&](auto tag) { return static_cast<double>(t.data<decltype(tag)>()[i]); });
-  return detail::cat(std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf", " at element ", i, " ",
-                     unravel_index(i, t.shape()));
-}
-
-// "(2, 3) float32 made by 'sub'" or "(3) float32, a leaf"
-std::string describe(const Tensor& t) {
-  if (!t.defined()) return "none";
-  return detail::cat(t.shape(), " ", t.dtype(),
-                     t.node() ? detail::cat(" made by '", t.node()->op, "'") : std::string(", a leaf"));
-}
-
-std::string describe_all(const std::vector<Tensor>& inputs) {
-  std::string s;
-  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? "; " : "") + describe(inputs[i]);
-  return s;
-}
-
-void check_forward(const char* op, const Tensor& out, const std::vector<Tensor>& inputs) {
-  const int64_t bad = first_nonfinite(out);
-  if (bad < 0) return;
-  std::string cause = "; every input was finite";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (const int64_t j = first_nonfinite(inputs[i]); j >= 0) {
-      cause = detail::cat("; input ", i, " already held ", where(inputs[i], j));
-      break;
-    }
-  fail("anomaly mode: '", op, "' produced ", where(out, bad), " of its output ", out.shape(), " ",
-       out.dtype(), ", from inputs ", describe_all(inputs), cause,
-       g_in_backward_of ? detail::cat(" (called in the backward of '", g_in_backward_of, "')") : "");
-}
-
-// One backward pass's trail: for each node, the consumer whose gradient
-// reached it first. It tells which way the gradient came from the output.
-struct Trail {
-  std::unordered_map<const Node*, const Node*> from;
-
-  // "'sum' -> 'mul' -> 'log'": from the output down to node (the last 8 ops).
-  std::string to(const Node* node) const {
-    std::vector<const char*> ops{node->op};  // node first, the output last
-    for (auto it = from.find(node); it != from.end(); it = from.find(it->second))
-      ops.push_back(it->second->op);
-    const size_t shown = std::min<size_t>(ops.size(), 8);
-    std::string s = ops.size() > shown ? "... -> " : "";
-    for (size_t k = shown; k-- > 0;) s += detail::cat("'", ops[k], "'", k ? " -> " : "");
-    return s;
-  }
-};
-
-void check_gradient(const Node& node, size_t input, const Tensor& grad, const Tensor& grad_output,
-                    const Trail& trail) {
-  const int64_t bad = first_nonfinite(grad);
-  if (bad < 0) return;
-  fail("anomaly mode: the backward of '", node.op, "' returned ", where(grad, bad),
-       " in the gradient for its input ", input, " (", describe(node.inputs[input]),
-       "), from a finite gradient of its output ", grad_output.shape(), "; the forward '", node.op,
-       "' read ", describe_all(node.inputs), "; the gradient came from the output through ",
-       trail.to(&node));
-}
-
-// The gradients that consumers sent to node's output were each finite (each
-// was checked), so a non-finite sum is an overflow of the sum.
-void check_sum(const Node& node, const Tensor& grad_output, const Trail& trail) {
-  const int64_t bad = first_nonfinite(grad_output);
-  if (bad < 0) return;
-  fail("anomaly mode: the gradients summed for the output ", grad_output.shape(), " of '", node.op,
-       "' overflowed to ", where(grad_output, bad), ", each of them finite; the gradient came from "
-       "the output through ", trail.to(&node));
-}
-
-// node's backward with g_in_backward_of naming it, restored also when it throws.
-Grads backward_naming_op(Node& node, const Tensor& grad_output) {
-  struct Restore {
-    const char* previous;
-    ~Restore() { g_in_backward_of = previous; }
-  } restore{g_in_backward_of};
-  g_in_backward_of = node.op;
-  return node.backward(grad_output);
-}
-
-}  // namespace
-
-bool any_requires_grad(const std::vector<Tensor>& inputs) {
-  if (!g_grad_enabled) return false;
-  for (const Tensor& t : inputs)
-    if (t.defined() && t.requires_grad()) return true;
-  return false;
-}
-
-namespace {
-Tensor record_node(const char* op, Tensor out, std::vector<Tensor> inputs,
-                   const std::vector<Tensor>* saved, BackwardFn backward) {
-  if (g_anomaly_mode) check_forward(op, out, inputs);  // before the early return: ops that record nothing too
-  profile_mark(op);
-  if (!any_requires_grad(inputs)) return out;
-  TensorImpl* impl = out.impl();
-  // The usual cause: the forward called a recording op (sg::exp, which made
-  // this node) where it meant the graph-free kernel (sg::kernel::exp).
-  if (impl->node)
-    fail(op, ": record() needs a fresh output tensor, got the output of op '", impl->node->op,
-         "', which is already in the graph: compute the forward with the graph-free kernels "
-         "(sg::kernel::", impl->node->op, ", not sg::", impl->node->op, ")");
-  if (impl->requires_grad)
-    fail(op, ": record() needs a fresh output tensor, got a leaf that requires grad "
-         "(return a new tensor computed with sg::kernel:: functions)");
-  auto node = std::make_shared<Node>(op, std::move(inputs), std::move(backward));
-  // The versions of what backward will read (every input when `saved` is null).
-  auto save = [&](const Tensor& t, int which) {
-    if (t.defined())
-      node->saved.push_back({t.impl()->storage, t.impl()->storage->version.load(std::memory_order_relaxed), which});
-  };
-  if (!saved) {
-    for (size_t i = 0; i < node->inputs.size(); ++i) save(node->inputs[i], static_cast<int>(i));
-  } else {
-    node->saved.reserve(saved->size());
-    int others = 0;
-    for (const Tensor& t : *saved) {
-      if (!t.defined()) continue;
-      int which = -1;
-      for (size_t i = 0; i < node->inputs.size() && which < 0; ++i)
-        if (node->inputs[i].is_same(t)) which = static_cast<int>(i);
-      if (which < 0) which = t.is_same(out) || t.impl()->storage == impl->storage ? Node::kOutput : Node::kOther - others++;
-      save(t, which);
-    }
-  }
-  impl->node = std::move(node);
-  impl->requires_grad = true;
-  return out;
-}
-}  // namespace
-
-Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
-  return record_node(op, std::move(out), std::move(inputs), nullptr, std::move(backward));
-}
-
-Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, const std::vector<Tensor>& saved,
-              BackwardFn backward) {
-  return record_node(op, std::move(out), std::move(inputs), &saved, std::move(backward));
-}
-
 namespace {
 
 // "'sum' -> 'mul' -> 'exp'": the ops on a path from the output (the last 8).
@@ -263,7 +43,7 @@ void check_runnable(const Node& node, const Tensor& made, const std::vector<cons
     const uint64_t now = s.storage->version.load(std::memory_order_relaxed);
     if (now == s.version) continue;
     const std::string what =
-        s.which >= 0 ? detail::cat("its input ", s.which, " (", describe(node.inputs[static_cast<size_t>(s.which)]), ")")
+        s.which >= 0 ? detail::cat("its input ", s.which, " (", anomaly::describe(node.inputs[static_cast<size_t>(s.which)]), ")")
         : s.which == Node::kOutput ? detail::cat("its output (", made.shape(), " ", made.dtype(), ")")
                                    : detail::cat("saved tensor ", Node::kOther - s.which, " (not an input)");
     fail("backward: '", node.op, "' saved ", what, " for its backward, and it was modified by an "
@@ -271,7 +51,7 @@ void check_runnable(const Node& node, const Tensor& made, const std::vector<cons
          " when '", node.op, "' ran; the gradient would be computed from values the forward did not "
          "see. Change it after backward(), or give the op a copy (sg::clone). '", node.op,
          "' was reached from the output through ", path_text(path),
-         g_anomaly_mode ? detail::cat("; the forward '", node.op, "' read ", describe_all(node.inputs)) : "");
+         anomaly_mode() ? detail::cat("; the forward '", node.op, "' read ", anomaly::describe_all(node.inputs)) : "");
   }
 }
 
@@ -393,7 +173,7 @@ class LeafGrads {
 // checks name it already; an error from inside a backward may not).
 Grads run_backward(Node& node, const Tensor& g, bool anomaly) {
   try {
-    return anomaly ? backward_naming_op(node, g) : node.backward(g);
+    return anomaly ? anomaly::backward_naming_op(node, g) : node.backward(g);
   } catch (const Error& e) {
     fail("backward of '", node.op, "' failed: ", e.what());
   }
@@ -416,10 +196,10 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
     fail(who, ": gradient of shape ", seed.shape(), " and dtype ", seed.dtype(),
          " for an output of shape ", output.shape(), " and dtype ", output.dtype());
   }
-  const bool anomaly = g_anomaly_mode;
+  const bool anomaly = anomaly_mode();
   if (anomaly)
-    if (const int64_t bad = first_nonfinite(seed); bad >= 0)
-      fail("anomaly mode: the gradient passed to backward() holds ", where(seed, bad), " of ",
+    if (const int64_t bad = anomaly::first_nonfinite(seed); bad >= 0)
+      fail("anomaly mode: the gradient passed to backward() holds ", anomaly::where(seed, bad), " of ",
            seed.shape(), " ", seed.dtype());
   if (output.is_leaf()) {
     leaves.add(output, seed);
@@ -432,7 +212,7 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
   // partial sums in the nodes it had not reached yet; start from none.
   for (const auto& node : order) node->grad = Tensor();
   output.node()->grad = seed;
-  Trail trail;  // filled in anomaly mode only
+  anomaly::Trail trail;  // filled in anomaly mode only
   size_t done = 0;  // nodes whose backward has run (and which are released unless retain_graph)
   try {
     for (; done < order.size(); ++done) {
@@ -440,7 +220,7 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
       Tensor g = std::move(node->grad);
       node->grad = Tensor();
       if (g.defined()) {
-        if (anomaly) check_sum(*node, g, trail);
+        if (anomaly) anomaly::check_sum(*node, g, trail);
         profile_mark("sum gradients");
         Grads grads = run_backward(*node, g, anomaly);
         profile_mark_backward(node->op);
@@ -455,7 +235,7 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
             fail("backward of '", node->op, "' returned a gradient of shape ", gi.shape(), " (",
                  gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
           if (anomaly) {
-            check_gradient(*node, i, gi, g, trail);
+            anomaly::check_gradient(*node, i, gi, g, trail);
             if (in.node()) trail.from.try_emplace(in.node().get(), node);
           }
           if (in.node())
