@@ -6,8 +6,12 @@
 //   attention_graph [--out DIR]       writes DIR/attention.dot (and .svg)
 #include <smallgrad.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+
+#include <unistd.h>
 
 #include "cli.hpp"
 
@@ -64,10 +68,8 @@ int draw(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Draw the autograd graph of a MultiHeadAttention forward as Graphviz DOT (and SVG)."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"Draw the autograd graph of a MultiHeadAttention forward as Graphviz DOT (and SVG)."};
   std::string out = "out/attention_graph";
-  app.add_option("--out", out, "output folder for attention.dot (and attention.svg when Graphviz is installed)")
-      ->check(examples::folder());
-  return examples::run(app, argc, argv, [&] { return draw(out); });
+  flags.folder("--out", out, "output folder for attention.dot (and attention.svg when Graphviz is installed)");
+  return examples::run(flags, argc, argv, [&] { return draw(out); });
 }

@@ -1,41 +1,37 @@
 #pragma once
-// What every example program shares, written once:
+// What every example program shares, written once (examples/cli.cpp,
+// compiled once into the library examples_cli that every example links):
 //
-//   * flags parsed by CLI11 with errors a student can read: the error on one
-//     line naming the flag, then one line pointing at --help (not the whole
+//   * Flags: an example's flags, each declared in one line with its bounds
+//     or its choices. Errors a student can read: the error on one line
+//     naming the flag, then one line pointing at --help (not the whole
 //     help); whole numbers and numbers checked with readable bounds; an
 //     unknown flag answered with the nearest known one; --help showing every
-//     flag's description and default;
-//   * one main guard: every exception ends as one line "error: ..." on
-//     stderr, exit status 2 for usage errors and 1 for everything else;
+//     flag's description and default. Underneath is CLI11, which only
+//     examples/cli.cpp compiles: a program that declares its flags here
+//     does not generate CLI11's code again. (train_encoder, whose flags
+//     exclude and need each other, uses CLI11 itself: examples/cli11.hpp.)
+//   * one main guard, run(): every exception ends as one line "error: ..."
+//     on stderr, exit status 2 for usage errors and 1 for everything else;
 //     SIGINT, SIGTERM and SIGHUP stop long loops at their next step (exit 1,
 //     nothing half-written), SIGPIPE is ignored, so no program ends on a signal;
 //   * Outputs: the files of a run written under temporary names and moved
 //     into place together at the end, after the output folder was checked
 //     before any work, so a failed or interrupted run leaves the folder as
 //     it found it.
-#include <CLI/CLI.hpp>
-#include "core/error.hpp"
-#include "core/runtime.hpp"
-
 #include <atomic>
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <csignal>
-#include <cstdio>
-#include <cstring>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
-#include "nn/plot.hpp"
+namespace CLI {
+class App;
+}
 
 namespace examples {
 
@@ -46,271 +42,94 @@ struct UsageError : std::runtime_error {
 
 // ---- signals ----
 
-// The signal that asked the program to stop, 0 while none has.
-inline volatile std::sig_atomic_t g_signal = 0;
-inline std::atomic<bool> g_stop{false};
+// Becomes true when SIGINT, SIGTERM or SIGHUP arrives (run() sets the
+// handlers up); long loops stop at their next step.
+extern std::atomic<bool> g_stop;
 
-extern "C" inline void on_stop_signal(int sig) {
-  g_signal = sig;
-  g_stop.store(true);
-}
-
-inline const char* signal_name(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
-// Thrown where a long loop notices a stop signal.
+// Thrown where a long loop notices a stop signal: "stopped by SIGTERM".
 struct Stopped : std::runtime_error {
-  Stopped() : std::runtime_error(std::string("stopped by ") + signal_name(g_signal)) {}
+  Stopped();
 };
-inline void check_stop() {
-  if (g_stop.load()) throw Stopped();
-}
+void check_stop();  // throws Stopped once a stop signal has arrived
 
-// ---- validators with readable messages ----
+// ---- flags ----
 
-// A whole number in [lo, hi]: "'abc' is not a whole number", "0 is out of range 1..10000000".
-inline CLI::Validator whole(int64_t lo, int64_t hi) {
-  const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
-  return CLI::Validator(
-      [lo, hi, range](std::string& s) -> std::string {
-        int64_t v = 0;
-        const char* end = s.data() + s.size();
-        const auto [p, ec] = std::from_chars(s.data(), end, v);
-        if (s.empty() || p != end) return "'" + s + "' is not a whole number (expected " + range + ")";
-        if (ec == std::errc::result_out_of_range || v < lo || v > hi)
-          return s + " is out of range (expected " + range + ")";
-        return {};
-      },
-      range);
-}
-
-// A number x with lo < x (or lo <= x when `lo_included`) and x <= hi.
-inline CLI::Validator number(double lo, bool lo_included, double hi) {
-  char buf[96];
-  if (std::isinf(hi))
-    std::snprintf(buf, sizeof buf, "%s %g", lo_included ? "at least" : "above", lo);
-  else
-    std::snprintf(buf, sizeof buf, lo_included ? "%g..%g" : "above %g, at most %g", lo, hi);
-  const std::string range = buf;
-  return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size() || std::isnan(v) || errno == ERANGE)
-          return "'" + s + "' is not a number (expected " + range + ")";
-        if (v < lo || (!lo_included && v == lo) || v > hi) return s + " is out of range (expected " + range + ")";
-        return {};
-      },
-      range);
-}
-
-// ---- parsing ----
-
-inline size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// "unknown flag --stpes (did you mean --steps?)" for what CLI11 could not place.
-inline std::string explain_extras(const CLI::App& app, const std::vector<std::string>& extras) {
-  for (const std::string& arg : extras) {
-    if (arg.size() < 2 || arg[0] != '-') continue;
-    const std::string flag = arg.substr(0, arg.find('='));
-    std::string best;
-    size_t best_d = 4;
-    for (const CLI::Option* o : app.get_options()) {
-      for (const std::string& l : o->get_lnames()) {
-        const size_t d = edit_distance(flag, "--" + l);
-        if (d < best_d) best_d = d, best = "--" + l;
-      }
-    }
-    return "unknown flag " + flag + (best.empty() ? "" : " (did you mean " + best + "?)");
-  }
-  return "unexpected argument '" + extras.front() + "' (values follow their flags, as in --out DIR)";
-}
-
-// Help lines as "--steps INT:1..10000000=800   description": the type and
-// the default, without CLI11's lists of excluded and needed flags (the
-// descriptions say what goes with what, and a wrong combination says so).
-class Formatter : public CLI::Formatter {
+// A program's flags: each call adds one, bound to a variable that holds its
+// default (shown by --help) and receives the value given.
+//
+//   examples::Flags flags{"What the program does."};
+//   int64_t steps = 300;
+//   flags.whole("--steps", steps, "training steps", 1, 1000000);
+//   return examples::run(flags, argc, argv, [&] { return train(steps); });
+class Flags {
  public:
-  std::string make_option_opts(const CLI::Option* opt) const override {
-    std::string out;
-    if (opt->get_type_size() != 0) {
-      if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
-      if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
-      if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
-    }
-    return out;
-  }
+  explicit Flags(const std::string& description);
+  ~Flags();
+  Flags(const Flags&) = delete;
+  Flags& operator=(const Flags&) = delete;
+
+  // A whole number in lo..hi: "'abc' is not a whole number", "0 is out of range (expected 1..100)".
+  void whole(const std::string& name, int64_t& value, const std::string& help, int64_t lo, int64_t hi);
+  void whole(const std::string& name, int& value, const std::string& help, int lo, int hi);
+  // A number x with lo < x (or lo <= x when `lo_included`) and x <= hi (hi may be infinity).
+  void number(const std::string& name, double& value, const std::string& help, double lo, bool lo_included,
+              double hi);
+  // Any text.
+  void text(const std::string& name, std::string& value, const std::string& help);
+  // One of `choices`.
+  void choice(const std::string& name, std::string& value, const std::string& help,
+              const std::vector<std::string>& choices);
+  // A folder name: anything but empty (an empty --out would write into /).
+  void folder(const std::string& name, std::string& value, const std::string& help);
+  // On when given (no value).
+  void flag(const std::string& name, bool& value, const std::string& help);
+  // --threads: 0 (the default) leaves the library's automatic count; the
+  // body calls apply_threads(threads).
+  void threads(int& threads);
+
+  CLI::App& app();  // the CLI11 parser underneath, for run()
+
+ private:
+  std::unique_ptr<CLI::App> app_;
 };
-
-// A folder name: anything but empty (an empty --out would write into /).
-inline CLI::Validator folder() {
-  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "a folder name cannot be empty" : ""; },
-                        "DIR");
-}
-
-// Help: descriptions in a wide column and every default shown.
-inline void describe_defaults(CLI::App& app) {
-  app.option_defaults()->always_capture_default();
-  app.formatter(std::make_shared<Formatter>());
-  app.get_formatter()->column_width(34);
-  app.set_help_flag("-h,--help", "print this help and exit");
-}
-
-// One line: newlines in a message (a multi-line sg::Error) become "; ".
-inline std::string one_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  for (size_t i = 0; (i = s.find('\n', i)) != std::string::npos;) s.replace(i, 1, "; ");
-  return s;
-}
-
-inline int usage_error(const CLI::App& app, const std::string& message) {
-  std::cerr << app.get_name() << ": error: " << one_line(message) << "\n"
-            << "Run '" << app.get_name() << " --help' for every flag and its default.\n";
-  return 2;
-}
 
 // Parses the flags, runs body() and turns every way it can end into an exit
-// status: 0 from body, 2 for usage errors, 1 for everything else.
-template <class Body>
-int run(CLI::App& app, int argc, char** argv, Body&& body) {
-  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, not a death
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-  app.name(std::filesystem::path(argv[0]).filename().string());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ExtrasError&) {
-    return usage_error(app, explain_extras(app, app.remaining()));
-  } catch (const CLI::ParseError& e) {
-    return usage_error(app, e.what());
-  }
-  try {
-    const int status = body();
-    if (g_stop.load()) throw Stopped();
-    return status;
-  } catch (const UsageError& e) {
-    return usage_error(app, e.what());
-  } catch (const std::bad_alloc&) {
-    std::cerr << app.get_name() << ": error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    if (g_stop.load()) {  // Stopped, or the training loop's own stop
-      std::cerr << "\n" << app.get_name() << ": stopped by " << signal_name(g_signal)
-                << "; no output was written or changed\n";
-      return 1;
-    }
-    std::cerr << app.get_name() << ": error: " << one_line(e.what()) << "\n";
-    return 1;
-  } catch (...) {
-    std::cerr << app.get_name() << ": error: an unknown exception\n";
-    return 1;
-  }
-}
+// status: 0 (or what body returns), 2 for usage errors, 1 for everything else.
+int run(Flags& flags, int argc, char** argv, const std::function<int()>& body);
+
+// --threads N sets the library's count; 0 leaves the automatic one.
+void apply_threads(int threads);
 
 // ---- outputs ----
 
 // The files of one run, staged in their folder under temporary names and
 // renamed into place together by commit(); the destructor removes whatever
 // was not committed. The constructor checks the folder before any work:
-// it must be (or become) a writable folder.
+// it must be (or become) a writable folder. `flag` names it in errors.
 class Outputs {
  public:
-  Outputs(std::string dir, const std::string& flag) : dir_(std::move(dir)) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    // The folders this makes, outermost last, so that a run that fails removes them again.
-    for (fs::path p = fs::absolute(dir_, ec); !p.empty() && !fs::exists(p, ec) && p != p.parent_path();
-         p = p.parent_path())
-      created_.push_back(p);
-    fs::create_directories(dir_, ec);
-    if (ec || !fs::is_directory(dir_, ec))
-      throw std::runtime_error(flag + " '" + dir_ + "': cannot make this folder (" +
-                               (ec ? ec.message() : "a file of that name exists") + ")");
-    const std::string probe = dir_ + "/.write-test-" + std::to_string(::getpid());
-    std::ofstream f(probe);
-    const bool ok = static_cast<bool>(f);
-    const std::string why = std::strerror(errno);
-    f.close();
-    std::remove(probe.c_str());
-    if (!ok) throw std::runtime_error(flag + " '" + dir_ + "': cannot write in this folder (" + why + ")");
-  }
+  Outputs(std::string dir, const std::string& flag);
   Outputs(const Outputs&) = delete;
   Outputs& operator=(const Outputs&) = delete;
-  ~Outputs() {
-    for (const auto& [tmp, path] : staged_) std::remove(tmp.c_str());
-    std::error_code ec;
-    if (!committed_)
-      for (const auto& p : created_) std::filesystem::remove(p, ec);  // only while empty
-  }
+  ~Outputs();
 
   const std::string& dir() const { return dir_; }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // Checks, before any work, that `name` can be replaced: nothing there, or a regular file.
-  void expect(const std::string& name) const {
-    std::error_code ec;
-    const auto st = std::filesystem::symlink_status(path(name), ec);
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-      throw std::runtime_error("cannot write '" + path(name) + "': something other than a file is there");
-  }
-
+  void expect(const std::string& name) const;
   // The temporary name to write `name` under (for writers of their own,
   // such as save_checkpoint); commit() moves it into place.
-  std::string stage(const std::string& name) {
-    expect(name);
-    const std::string tmp = path("." + name + ".staged-" + std::to_string(::getpid()));
-    staged_.emplace_back(tmp, path(name));
-    return tmp;
-  }
-  void write(const std::string& name, const std::string& contents) {
-    sg::plot::write_file(stage(name), contents);
-  }
-
+  std::string stage(const std::string& name);
+  void write(const std::string& name, const std::string& contents);
   // Moves every staged file into place (unless a stop signal came first).
-  void commit() {
-    check_stop();
-    for (const auto& [tmp, path] : staged_)
-      if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw std::runtime_error("cannot move '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-    staged_.clear();
-    committed_ = true;
-  }
+  void commit();
 
  private:
   std::string dir_;
-  std::vector<std::filesystem::path> created_;
+  std::vector<std::filesystem::path> created_;  // folders this made, outermost last
   bool committed_ = false;
   std::vector<std::pair<std::string, std::string>> staged_;  // (temporary, final)
 };
-
-// --threads: 0 (the default) leaves the library's automatic count.
-inline void add_threads_flag(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads,
-                 "threads; 0: automatic (the cores other programs leave free, measured as it runs)")
-      ->check(whole(0, sg::kMaxThreads));
-}
-inline void apply_threads(int threads) {
-  if (threads > 0) sg::set_num_threads(threads);
-}
 
 }  // namespace examples

@@ -117,13 +117,12 @@ std::pair<double, double> train(int64_t steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"A custom op (SiLU) and a custom module (RMSNorm) from user code: gradcheck, then train."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"A custom op (SiLU) and a custom module (RMSNorm) from user code: gradcheck, then train."};
   int64_t steps = 300;
   int threads = 0;
-  app.add_option("--steps", steps, "training steps of the small MLP")->check(examples::whole(1, 1000000));
-  examples::add_threads_flag(app, threads);
-  return examples::run(app, argc, argv, [&] {
+  flags.whole("--steps", steps, "training steps of the small MLP", 1, 1000000);
+  flags.threads(threads);
+  return examples::run(flags, argc, argv, [&] {
     examples::apply_threads(threads);
     if (!gradcheck_both()) return 1;
     const auto [first, last] = train(steps);

@@ -88,10 +88,9 @@ int study(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Dive into Deep Learning's positional-encoding figures (columns of P, P as a heatmap) and\n"
-               "a numerical check of the relative-position property."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"Dive into Deep Learning's positional-encoding figures (columns of P, P as a heatmap) and\n"
+                        "a numerical check of the relative-position property."};
   std::string out = "out/positional_encoding";
-  app.add_option("--out", out, "output folder for columns.svg and heatmap.svg")->check(examples::folder());
-  return examples::run(app, argc, argv, [&] { return study(out); });
+  flags.folder("--out", out, "output folder for columns.svg and heatmap.svg");
+  return examples::run(flags, argc, argv, [&] { return study(out); });
 }

@@ -141,10 +141,9 @@ int show(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Dive into Deep Learning's multi-head self-attention cell: shapes, masking of padded keys,\n"
-               "why attention without positions cannot see token order, and masking the future (the causal mask)."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"Dive into Deep Learning's multi-head self-attention cell: shapes, masking of padded keys,\n"
+                        "why attention without positions cannot see token order, and masking the future (the causal mask)."};
   std::string out = "out/self_attention";
-  app.add_option("--out", out, "output folder for causal_attention.svg")->check(examples::folder());
-  return examples::run(app, argc, argv, [&] { return show(out); });
+  flags.folder("--out", out, "output folder for causal_attention.svg");
+  return examples::run(flags, argc, argv, [&] { return show(out); });
 }

@@ -53,14 +53,13 @@ int tour(int64_t steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"A tour of smallgrad's tensors, broadcasting, matrix products and autograd, ending with a\n"
-               "line fitted by gradient descent."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"A tour of smallgrad's tensors, broadcasting, matrix products and autograd, ending with a\n"
+                        "line fitted by gradient descent."};
   int threads = 0;
   int64_t steps = 200;
-  app.add_option("--steps", steps, "gradient-descent steps of the line fit")->check(examples::whole(1, 1000000));
-  examples::add_threads_flag(app, threads);
-  return examples::run(app, argc, argv, [&] {
+  flags.whole("--steps", steps, "gradient-descent steps of the line fit", 1, 1000000);
+  flags.threads(threads);
+  return examples::run(flags, argc, argv, [&] {
     examples::apply_threads(threads);
     return tour(steps);
   });

@@ -35,7 +35,7 @@
 #include <thread>
 #include <sstream>
 
-#include "cli.hpp"
+#include "cli11.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/plot.hpp"
 #include "nn/position_properties.hpp"

@@ -152,6 +152,16 @@ int64_t right_count(const sg::Tensor& logits, const sg::Tensor& labels) {
   return right;
 }
 
+sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::MicroBatch& m, int64_t labelled,
+                            int64_t* right) {
+  const int64_t end = m.first + m.count;
+  const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
+  const sg::Tensor logits = model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end));
+  if (right) *right = right_count(logits, labels);
+  const double share = labelled ? static_cast<double>(labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
+  return sg::cross_entropy(logits, labels, kIgnore) * share;
+}
+
 StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataParallel* dp, bool count_right) {
   StepOutcome out;
   if (!dp) {
@@ -165,12 +175,7 @@ StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataPar
   const int64_t batch = b.ids.shape()[0], labelled = labelled_count(b.labels);
   std::vector<int64_t> right(static_cast<size_t>(dp->threads()), 0);
   out.loss = dp->backward(batch, [&](const sg::nn::MicroBatch& m) {
-    const int64_t end = m.first + m.count;
-    const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
-    const sg::Tensor logits = model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end));
-    if (count_right) right[static_cast<size_t>(m.index)] = right_count(logits, labels);
-    const double share = labelled ? static_cast<double>(labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
-    return sg::cross_entropy(logits, labels, kIgnore) * share;
+    return micro_batch_loss(model, b, m, labelled, count_right ? &right[static_cast<size_t>(m.index)] : nullptr);
   });
   for (int64_t r : right) out.right += r;
   out.labelled = labelled;

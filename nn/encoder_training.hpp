@@ -199,6 +199,14 @@ struct StepOutcome {
 };
 int64_t labelled_count(const sg::Tensor& labels);
 int64_t right_count(const sg::Tensor& logits, const sg::Tensor& labels);
+// One micro-batch of a data-parallel step (sequences m.first .. m.first +
+// m.count - 1 of `b`): its loss, weighted by its share of the batch's
+// `labelled` positions so that the micro-batches' losses add up to the
+// batch's mean loss; with `right`, *right = how many of its labelled
+// positions the model got right. A distributed step computes its shard of
+// the batch with it too (examples/mpi/train_encoder_mpi.cpp).
+sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::MicroBatch& m, int64_t labelled,
+                            int64_t* right);
 StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataParallel* dp, bool count_right);
 
 // Whether train() runs data-parallel steps: when more than one thread is in

@@ -17,15 +17,23 @@
 // An error on any rank ends every rank (MPI_Abort) with status 1 (2 for
 // usage errors).
 #include <mpi.h>
-#include <smallgrad.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../cli.hpp"
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 #include "distributed/mpi_data_parallel.hpp"
+#include "nn/checkpoint.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/positional.hpp"
 
 namespace {
 
@@ -67,13 +75,8 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
     const int64_t labelled = sg::training::labelled_count(b.labels);
     std::vector<int64_t> right(static_cast<size_t>(threads), 0);
     done.loss = dp_ptr->backward(b.ids.shape()[0], [&](const sg::nn::MicroBatch& mb) {
-      const int64_t end = mb.first + mb.count;
-      const sg::Tensor labels = sg::slice(b.labels, 0, mb.first, end);
-      const sg::Tensor logits = m.forward(sg::slice(b.ids, 0, mb.first, end), sg::slice(b.valid_lens, 0, mb.first, end));
-      if (count_right) right[static_cast<size_t>(mb.index)] = sg::training::right_count(logits, labels);
-      const double share =
-          labelled ? static_cast<double>(sg::training::labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
-      return sg::cross_entropy(logits, labels, sg::training::kIgnore) * share;
+      return sg::training::micro_batch_loss(m, b, mb, labelled,
+                                            count_right ? &right[static_cast<size_t>(mb.index)] : nullptr);
     });
     if (count_right) {
       std::vector<double> counts = {0.0};
@@ -109,28 +112,26 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  CLI::App app{"Train the encoder of train_encoder data-parallel over MPI ranks (mpirun -np N ...)."};
-  examples::describe_defaults(app);
+  examples::Flags flags{"Train the encoder of train_encoder data-parallel over MPI ranks (mpirun -np N ...)."};
   Config c;
   std::string positional = "sinusoidal", out = "out/mpi";
   int threads = 1;
   int64_t seed = 0;
   bool float64 = false;
-  app.add_option("--task", c.task, "shift, sort, reverse or count")->check(CLI::IsMember(sg::training::task_names()));
-  app.add_option("--positional", positional, "none, sinusoidal, learned, relative or rotary")
-      ->check(CLI::IsMember({"none", "sinusoidal", "learned", "relative", "rotary"}));
-  app.add_option("--steps", c.steps, "training steps")->check(examples::whole(1, 10000000));
-  app.add_option("--batch", c.batch, "global batch: sequences per step over all ranks")->check(examples::whole(1, 65536));
-  app.add_option("--eval-every", c.eval_every, "steps between evaluations")->check(examples::whole(1, 10000000));
-  app.add_option("--dropout", c.dropout, "dropout probability")->check(examples::number(0, true, 0.99));
-  app.add_option("--seed", seed, "random seed (model, data)")->check(examples::whole(0, 1000000000));
-  app.add_option("--threads", threads, "threads per rank")->check(examples::whole(1, sg::kMaxThreads));
-  app.add_flag("--float64", float64,
-               "train in float64: runs on any number of ranks then agree to many digits (in float32 "
-               "the rounding of the sums' order grows over the steps)");
-  app.add_option("--out", out, "rank 0 writes <out>/curve.csv and <out>/checkpoint.safetensors")
-      ->check(examples::folder());
-  const int status = examples::run(app, argc, argv, [&]() -> int {
+  flags.choice("--task", c.task, "shift, sort, reverse or count", sg::training::task_names());
+  flags.choice("--positional", positional, "none, sinusoidal, learned, relative or rotary",
+               {"none", "sinusoidal", "learned", "relative", "rotary"});
+  flags.whole("--steps", c.steps, "training steps", 1, 10000000);
+  flags.whole("--batch", c.batch, "global batch: sequences per step over all ranks", 1, 65536);
+  flags.whole("--eval-every", c.eval_every, "steps between evaluations", 1, 10000000);
+  flags.number("--dropout", c.dropout, "dropout probability", 0, true, 0.99);
+  flags.whole("--seed", seed, "random seed (model, data)", 0, 1000000000);
+  flags.whole("--threads", threads, "threads per rank", 1, sg::kMaxThreads);
+  flags.flag("--float64", float64,
+             "train in float64: runs on any number of ranks then agree to many digits (in float32 "
+             "the rounding of the sums' order grows over the steps)");
+  flags.folder("--out", out, "rank 0 writes <out>/curve.csv and <out>/checkpoint.safetensors");
+  const int status = examples::run(flags, argc, argv, [&]() -> int {
     c.seed = static_cast<uint64_t>(seed);
     c.positional = sg::nn::parse_positional(positional);
     sg::set_num_threads(threads);
