@@ -8,6 +8,10 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/gradcheck.hpp"
+#include "autograd/node.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 namespace {

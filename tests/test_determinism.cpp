@@ -20,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "autograd/ops.hpp"
+#include "nn/checkpoint.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/optim.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -12,7 +12,9 @@
 
 #include <cstdio>
 
+#include "autograd/ops.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/optim.hpp"
 #include "test_util.hpp"
 
 using test_util::resident_bytes;

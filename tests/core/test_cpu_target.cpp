@@ -8,7 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/cpu.hpp"
+#include "core/kernels/gemm.hpp"
 
 #include "core/kernels/gemm_tile.hpp"
 #include "test_util.hpp"

@@ -8,7 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/error.hpp"
+#include "core/runtime.hpp"
 
 #include "core/parallel.hpp"
 

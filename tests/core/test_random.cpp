@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 
 using Catch::Contains;
 using sg::Shape;

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <thread>
 
-#include <smallgrad.hpp>
+#include "core/runtime.hpp"
 
 #include "core/parallel.hpp"
 

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/kernels.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 
 using Catch::Contains;
 using sg::Shape;

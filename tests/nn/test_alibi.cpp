@@ -3,7 +3,12 @@
 // every mask, gradchecks in float64, and the encoder built with them.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/module.hpp"
+#include "nn/positional.hpp"
+#include "nn/transformer.hpp"
 
 #include <cmath>
 #include <string>

@@ -3,7 +3,10 @@
 // attention written out with loops here.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/transformer.hpp"
 
 #include <cmath>
 #include <functional>

@@ -1,7 +1,10 @@
 // nn/basic.cpp: LayerNorm, Embedding and Dropout layers.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/basic.hpp"
+#include "nn/transformer.hpp"
 
 #include <cmath>
 #include <functional>

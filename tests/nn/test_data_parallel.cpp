@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "autograd/ops.hpp"
 #include "nn/encoder_training.hpp"
 #include "test_util.hpp"
 

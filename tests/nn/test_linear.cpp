@@ -1,7 +1,9 @@
 // nn::Linear (nn/linear.cpp), gradchecked through gradcheck_module.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/linear.hpp"
 
 #include <cmath>
 #include <functional>

@@ -4,6 +4,10 @@
 
 #include <vector>
 
+#include "autograd/gradcheck.hpp"
+#include "autograd/node.hpp"
+#include "core/tensor.hpp"
+#include "nn/loss.hpp"
 #include "test_util.hpp"
 
 TEST_CASE("mse_loss is the mean of squared differences", "[mse_loss]") {

@@ -13,9 +13,10 @@
 #include <cmath>
 #include <numbers>
 #include <optional>
-#include <smallgrad.hpp>
 #include <vector>
 
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "nn/optim.hpp"
 
 using namespace sg;

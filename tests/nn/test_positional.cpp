@@ -2,7 +2,9 @@
 // of kinds of positions.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/positional.hpp"
 
 #include <cmath>
 #include <functional>

@@ -2,7 +2,10 @@
 // pre-norm) and the encoder with every kind of positions.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/transformer.hpp"
 
 #include <cmath>
 #include <functional>

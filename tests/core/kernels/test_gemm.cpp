@@ -11,9 +11,13 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
-#include <smallgrad.hpp>
 #include <string>
 #include <vector>
+
+#include "core/kernels.hpp"
+#include "core/kernels/gemm.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 
 namespace {
 

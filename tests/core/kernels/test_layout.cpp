@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/kernels.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 
 #include "test_util.hpp"
 

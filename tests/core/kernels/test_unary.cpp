@@ -16,7 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "core/kernels.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 
 #include "core/kernels/vecmath.hpp"  // not in the umbrella header: an internal kernel helper
 
