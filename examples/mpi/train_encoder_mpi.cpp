@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   int threads = 1;
   int64_t seed = 0;
   bool float64 = false;
-  flags.choice("--task", c.task, "shift, sort, reverse or count", sg::training::task_names());
-  flags.choice("--positional", positional, "none, sinusoidal, learned, relative or rotary",
+  flags.choice("--task", c.task, "the synthetic task to learn", sg::training::task_names());
+  flags.choice("--positional", positional, "how the model is told where each token is",
                {"none", "sinusoidal", "learned", "relative", "rotary"});
   flags.whole("--steps", c.steps, "training steps", 1, 10000000);
   flags.whole("--batch", c.batch, "global batch: sequences per step over all ranks", 1, 65536);
