@@ -4,8 +4,18 @@
 // about 10 µs per 4 KiB page, more than most kernels' arithmetic. A training
 // step allocates the same sizes every step, so freed blocks are kept in
 // per-size free lists and handed out again; steady-state steps then touch no
-// new pages. The cache is process-wide and guarded by a mutex (allocation
-// happens between kernels, not inside OpenMP loops).
+// new pages.
+//
+// Two levels. A thread keeps the blocks it allocated and freed itself (up to
+// kMaxThreadCached bytes): such a block is likely still in its core's cache,
+// and handing it to a thread on another core instead makes both cores trade
+// the block's lines (trainings side by side, data-parallel workers). A block
+// freed by another thread than the one that allocated it (gradients a worker
+// makes and the main thread drops), and what a thread cannot keep, go to the
+// process-wide cache, guarded by a mutex, which every thread draws from when
+// its own has no block of the size; so blocks that move between threads flow
+// back to where they are allocated again instead of piling up where they are
+// freed. A thread's blocks go to the process-wide cache when it ends.
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -21,22 +31,70 @@ constexpr size_t kAlign = 64;  // a cache line and an AVX-512 vector
 // Blocks above this size are returned to the system instead of cached:
 // caching them could pin a lot of memory for one-off tensors.
 constexpr size_t kMaxCachedBlock = size_t{256} << 20;
-// Upper bound on all cached bytes together.
+// Upper bound on the process-wide cache's bytes, and on each thread's own.
 constexpr size_t kMaxCachedTotal = size_t{1} << 30;
+constexpr size_t kMaxThreadCached = size_t{64} << 20;
 
-struct Cache {
-  std::mutex mu;
-  std::unordered_map<size_t, std::vector<void*>> free;  // rounded size -> blocks
-  size_t cached_bytes = 0;
-  ~Cache() {
-    for (auto& [size, blocks] : free)
-      for (void* p : blocks) std::free(p);
+struct FreeLists {
+  std::unordered_map<size_t, std::vector<void*>> blocks;  // rounded size -> blocks
+  size_t bytes = 0;
+
+  void* take(size_t rounded) {
+    auto it = blocks.find(rounded);
+    if (it == blocks.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    bytes -= rounded;
+    return p;
+  }
+  void put(size_t rounded, void* p) {
+    blocks[rounded].push_back(p);
+    bytes += rounded;
   }
 };
 
-Cache& cache() {
-  static Cache* c = new Cache;  // leaked on purpose: storages may die after static destructors run
-  return *c;
+struct Shared {
+  std::mutex mu;
+  FreeLists lists;
+};
+
+Shared& shared() {
+  static Shared* s = new Shared;  // leaked on purpose: storages may die after static destructors run
+  return *s;
+}
+
+// Hands p to the process-wide cache, or to the system when that is full.
+void give_back(size_t rounded, void* p) {
+  Shared& s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.lists.bytes + rounded <= kMaxCachedTotal) {
+      s.lists.put(rounded, p);
+      return;
+    }
+  }
+  std::free(p);
+}
+
+// Set when the calling thread's cache is destroyed (the thread is ending):
+// storages freed after that, by destructors that run later in the thread,
+// go straight to the process-wide cache. A plain bool has no destructor, so
+// it can still be read then.
+thread_local bool t_local_gone = false;
+
+struct Local {
+  FreeLists lists;
+  ~Local() {
+    t_local_gone = true;
+    for (auto& [rounded, blocks] : lists.blocks)
+      for (void* p : blocks) give_back(rounded, p);
+  }
+};
+
+Local* local() {
+  if (t_local_gone) return nullptr;
+  thread_local Local l;
+  return &l;
 }
 
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -45,16 +103,13 @@ size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 Storage::Storage(size_t n) : bytes(n) {
   size_t rounded = round_up(n == 0 ? 1 : n);
-  Cache& c = cache();
+  Local* l = local();
+  owner = l;  // compared, never followed: a new thread may reuse an ended one's address, and just keeps the block
+  if (l && (data = l->lists.take(rounded))) return;
   {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.free.find(rounded);
-    if (it != c.free.end() && !it->second.empty()) {
-      data = it->second.back();
-      it->second.pop_back();
-      c.cached_bytes -= rounded;
-      return;
-    }
+    Shared& s = shared();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if ((data = s.lists.take(rounded))) return;
   }
   data = std::aligned_alloc(kAlign, rounded);
   if (!data) fail("allocation of ", n, " bytes failed");
@@ -62,16 +117,16 @@ Storage::Storage(size_t n) : bytes(n) {
 
 Storage::~Storage() {
   size_t rounded = round_up(bytes == 0 ? 1 : bytes);
-  if (rounded <= kMaxCachedBlock) {
-    Cache& c = cache();
-    std::lock_guard<std::mutex> lock(c.mu);
-    if (c.cached_bytes + rounded <= kMaxCachedTotal) {
-      c.free[rounded].push_back(data);
-      c.cached_bytes += rounded;
-      return;
-    }
+  if (rounded > kMaxCachedBlock) {
+    std::free(data);
+    return;
   }
-  std::free(data);
+  Local* l = local();
+  if (l && l == owner && l->lists.bytes + rounded <= kMaxThreadCached) {
+    l->lists.put(rounded, data);
+    return;
+  }
+  give_back(rounded, data);
 }
 
 }  // namespace sg

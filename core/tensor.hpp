@@ -52,6 +52,7 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   std::atomic<uint64_t> version{0};
+  const void* owner = nullptr;  // the allocating thread's block cache (core/allocator.cpp)
 };
 
 struct Node;  // autograd/node.hpp
