@@ -8,9 +8,10 @@
 # large on 1 thread, on 2 threads data-parallel (the default) and on 2
 # threads with each op's loops threaded (--parallel ops, the step before
 # data parallelism), then the machine's ceiling for that step: two
-# one-thread runs at once as separate processes; then a short `train_encoder --compare` (2 tasks x 5
-# encodings and the causal study's 3 tasks x 6, 200 steps, 1 seed) on 1 core and side by side on 2 (--threads 1, 2),
-# timed, and checks that both wrote the same table but for the seconds;
+# one-thread runs at once as separate processes; then a short
+# `train_encoder --compare` (2 tasks x 5 encodings and the causal study's
+# 3 tasks x 6, 200 steps, 1 seed) on 1 core and side by side on 2
+# (--threads 1, 2), timed, and checks that both wrote the same table but for the seconds;
 # then the machine's ceiling: the 1-core comparison twice at once, as two
 # separate processes.
 # Prints every run, the medians over rounds (wall time, and the process's
@@ -21,6 +22,8 @@ build=${1:-build/release}
 rounds=${2:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+# The wall time per step of a bench/train_step line.
+step_ms() { sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/'; }
 steps() { case $1 in tiny) echo 60;; medium) echo 20;; large) echo 6;; esac; }
 for r in $(seq "$rounds"); do
   echo "round $r, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -29,15 +32,15 @@ for r in $(seq "$rounds"); do
       set -- $mode
       line=$("$build/bench/train_step" --config "$c" --threads "$1" --parallel "$2" --steps "$(steps "$c")" --warmup 3 --dropout 0.1 | grep "^$c ")
       echo "  $line"
-      echo "$c $1 $2 $(echo "$line" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/') $(echo "$line" | sed 's/.*CPU \([0-9.]*\) ms\/step.*/\1/')" >> "$out/steps"
+      echo "$c $1 $2 $(echo "$line" | step_ms) $(echo "$line" | sed 's/.*CPU \([0-9.]*\) ms\/step.*/\1/')" >> "$out/steps"
     done
     # The ceiling: two one-thread steps at once, as separate processes.
     for p in a b; do
       "$build/bench/train_step" --config "$c" --threads 1 --steps "$(steps "$c")" --warmup 3 --dropout 0.1 > "$out/pair$p" &
     done
     wait
-    pa=$(grep "^$c " "$out/paira" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/')
-    pb=$(grep "^$c " "$out/pairb" | sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/')
+    pa=$(grep "^$c " "$out/paira" | step_ms)
+    pb=$(grep "^$c " "$out/pairb" | step_ms)
     echo "  $c    two one-thread processes at once: $pa and $pb ms/step"
     echo "$c $pa $pb" >> "$out/pairs"
   done
