@@ -13,6 +13,7 @@
 #             assignments' tests (scripts/course.sh self-check; needs release)
 #   asan      the whole suite under AddressSanitizer, UBSan and LeakSanitizer
 #   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3)
+#   sse42     the whole suite built for an SSE4.2 CPU without AVX (-march=x86-64-v2)
 #   tsan      the thread-safety tests under ThreadSanitizer
 #   fuzz      the checkpoint reader fuzzed for 60 s (scripts/fuzz.sh)
 #   aarch64   cross-built for ARM64 (NEON), a subset under qemu-user: every
@@ -23,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(release course asan avx2 tsan fuzz aarch64)
+all=(release course asan avx2 sse42 tsan fuzz aarch64)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do
@@ -37,7 +38,7 @@ for s in "${stages[@]}"; do
   start=$SECONDS
   status=0
   case $s in
-    release | asan | avx2 | tsan) scripts/setup.sh "$s" && ctest --preset "$s" || status=$? ;;
+    release | asan | avx2 | sse42 | tsan) scripts/setup.sh "$s" && ctest --preset "$s" || status=$? ;;
     course) scripts/setup.sh release && scripts/course.sh self-check --public-build build/release || status=$? ;;
     fuzz) scripts/fuzz.sh 60 || status=$? ;;
     aarch64) scripts/cross-aarch64.sh || status=$? ;;

@@ -4,7 +4,7 @@
 //
 //   k == 0 or alpha == 0  C = beta * C, no arithmetic
 //   n <= 1024 or k <= 1024  our register-blocked kernel (gemm_tile.cpp), on
-//   (AVX2: 256, SSE/NEON: 128)  num_threads() threads from kKernelParallelWork on
+//   (AVX2: 256, SSE/NEON: 64)  num_threads() threads from kKernelParallelWork on
 //                       (one below it, and inside an OpenMP region), when
 //                       the build's target has a tuned tile (AVX-512, AVX2 +
 //                       FMA, SSE, NEON)
@@ -46,11 +46,13 @@ namespace {
 // packs A) wins: with AVX-512 (8 x 32) the kernel keeps up with BLIS up to
 // 1024; with AVX2 (6 x 16) it fell 10-20% behind BLIS's haswell kernels at
 // 512^3, 1024^3 and 256 x 1024 x 2048; with SSE (4 x 8) 10-15% behind
-// BLIS's penryn kernels on 2048 x 256 x 256 and 2048 x 1024 x 256
-// (docs/results.md, "CPU targets"). 128-bit NEON gets SSE's limit.
+// BLIS's penryn kernels on 2048 x 256 x 256 and 2048 x 1024 x 256, and at
+// 128 still about 10% behind on 128 x 128 x 2048 (docs/results.md, "CPU
+// targets"). Each halving of the vector divides the limit by four. 128-bit
+// NEON gets SSE's limit.
 const int64_t kKernelMaxNK = tile::vector_bits() >= 512   ? 1024
                              : tile::vector_bits() >= 256 ? 256
-                                                          : 128;
+                                                          : 64;
 // Our kernel runs one product on several threads from this m*n*k on: below
 // it, starting an OpenMP region costs about as much as the arithmetic.
 constexpr int64_t kKernelParallelWork = 1 << 19;
