@@ -1,0 +1,41 @@
+#!/bin/sh
+# The tiny training step of the builds for each CPU target, side by side in
+# one run (docs/results.md, "CPU targets"): the native build (AVX-512 on the
+# project's machine), the avx2 preset and the sse42 preset, one after
+# another in each round, each with BLIS on its kernels for that width.
+#
+#   bench/compare_targets.sh [ROUNDS] [STEPS]
+#
+# Needs build/release, build/avx2 and build/sse42 (cmake --preset NAME &&
+# cmake --build --preset NAME). One thread each. Prints every round's
+# ms/step, then the medians and each narrow target's ratio to the native
+# step; run it under `nice -n -15` on a shared machine.
+set -eu
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+steps=${2:-200}
+for b in release avx2 sse42; do
+  [ -x "build/$b/bench/train_step" ] || { echo "compare_targets: build/$b/bench/train_step is missing (cmake --preset $b && cmake --build --preset $b)" >&2; exit 2; }
+done
+step_ms() {  # BLIS_ARCH_TYPE (or "") and build folder -> ms/step
+  if [ -n "$1" ]; then export BLIS_ARCH_TYPE="$1"; else unset BLIS_ARCH_TYPE; fi
+  OMP_NUM_THREADS=1 "build/$2/bench/train_step" --config tiny --threads 1 --steps "$steps" |
+    sed -n 's/.* \([0-9.]*\) ms\/step.*/\1/p' | head -n 1
+}
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+r=1
+while [ "$r" -le "$rounds" ]; do
+  native=$(step_ms "" release)
+  avx2=$(step_ms 3 avx2)    # BLIS's haswell kernels
+  sse42=$(step_ms 5 sse42)  # BLIS's penryn (SSE) kernels
+  echo "round $r  native $native ms  avx2 $avx2 ms  sse42 $sse42 ms  load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "$native $avx2 $sse42" >> "$results"
+  r=$((r + 1))
+done
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+n=$(cut -d' ' -f1 "$results" | median)
+a=$(cut -d' ' -f2 "$results" | median)
+s=$(cut -d' ' -f3 "$results" | median)
+echo "median ms/step: native $n  avx2 $a  sse42 $s"
+awk -v n="$n" -v a="$a" -v s="$s" 'BEGIN {printf "avx2 / native %.2fx  sse42 / native %.2fx\n", a / n, s / n}'
