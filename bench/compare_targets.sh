@@ -14,13 +14,21 @@ set -eu
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 steps=${2:-200}
+case "$rounds$steps" in
+  *[!0-9]*) echo "usage: $0 [ROUNDS] [STEPS] (positive whole numbers; got '$rounds' '$steps')" >&2; exit 2 ;;
+esac
+[ "$rounds" -gt 0 ] && [ "$steps" -gt 0 ] ||
+  { echo "usage: $0 [ROUNDS] [STEPS] (positive whole numbers; got '$rounds' '$steps')" >&2; exit 2; }
 for b in release avx2 sse42; do
   [ -x "build/$b/bench/train_step" ] || { echo "compare_targets: build/$b/bench/train_step is missing (cmake --preset $b && cmake --build --preset $b)" >&2; exit 2; }
 done
-step_ms() {  # BLIS_ARCH_TYPE (or "") and build folder -> ms/step
+step_ms() {  # BLIS_ARCH_TYPE (or "") and build folder -> the step's wall ms (the line's first ms/step)
   if [ -n "$1" ]; then export BLIS_ARCH_TYPE="$1"; else unset BLIS_ARCH_TYPE; fi
-  OMP_NUM_THREADS=1 "build/$2/bench/train_step" --config tiny --threads 1 --steps "$steps" |
-    sed -n 's/.* \([0-9.]*\) ms\/step.*/\1/p' | head -n 1
+  out=$(OMP_NUM_THREADS=1 "build/$2/bench/train_step" --config tiny --threads 1 --steps "$steps") ||
+    { echo "compare_targets: build/$2/bench/train_step failed" >&2; exit 1; }
+  ms=$(echo "$out" | awk '/ms\/step/ {for (i = 2; i <= NF; i++) if ($i == "ms/step") {print $(i - 1); exit}}')
+  [ -n "$ms" ] || { echo "compare_targets: no ms/step in build/$2/bench/train_step's output" >&2; exit 1; }
+  echo "$ms"
 }
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
