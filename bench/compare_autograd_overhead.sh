@@ -31,6 +31,7 @@ EOF
 }
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/common.sh"  # median
 threads=1 rounds=5 reps=200 ops=1000 build="$root/build/release" openblas=""
 is_count() { [[ "$1" =~ ^[1-9][0-9]*$ ]]; }
 while [ $# -gt 0 ]; do
@@ -70,7 +71,6 @@ else
 fi
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 echo "autograd overhead: ${ops}-op chain (mul, add, tanh, scalar mul) on 64-element float32 tensors,"
 echo "forward + backward; ${threads} thread(s); ${rounds} alternating rounds of ${reps} reps each"

@@ -8,10 +8,12 @@
 #
 # Needs build/release, build/avx2 and build/sse42 (cmake --preset NAME &&
 # cmake --build --preset NAME). One thread each. Prints every round's
-# ms/step, then the medians and each narrow target's ratio to the native
-# step; run it under `nice -n -15` on a shared machine.
+# ms/step, then the medians and the median over rounds of each narrow
+# target's ratio to the native step; run it under `nice -n -15` on a shared
+# machine.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/common.sh
 rounds=${1:-5}
 steps=${2:-200}
 case "$rounds$steps" in
@@ -22,11 +24,11 @@ esac
 for b in release avx2 sse42; do
   [ -x "build/$b/bench/train_step" ] || { echo "compare_targets: build/$b/bench/train_step is missing (cmake --preset $b && cmake --build --preset $b)" >&2; exit 2; }
 done
-step_ms() {  # BLIS_ARCH_TYPE (or "") and build folder -> the step's wall ms (the line's first ms/step)
+run_ms() {  # BLIS_ARCH_TYPE (or "") and build folder -> the tiny step's wall ms
   if [ -n "$1" ]; then export BLIS_ARCH_TYPE="$1"; else unset BLIS_ARCH_TYPE; fi
   out=$(OMP_NUM_THREADS=1 "build/$2/bench/train_step" --config tiny --threads 1 --steps "$steps") ||
     { echo "compare_targets: build/$2/bench/train_step failed" >&2; exit 1; }
-  ms=$(echo "$out" | awk '/ms\/step/ {for (i = 2; i <= NF; i++) if ($i == "ms/step") {print $(i - 1); exit}}')
+  ms=$(echo "$out" | grep "^tiny " | step_ms)
   [ -n "$ms" ] || { echo "compare_targets: no ms/step in build/$2/bench/train_step's output" >&2; exit 1; }
   echo "$ms"
 }
@@ -34,16 +36,20 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 r=1
 while [ "$r" -le "$rounds" ]; do
-  native=$(step_ms "" release)
-  avx2=$(step_ms 3 avx2)    # BLIS's haswell kernels
-  sse42=$(step_ms 5 sse42)  # BLIS's penryn (SSE) kernels
+  native=$(run_ms "" release)
+  avx2=$(run_ms 3 avx2)    # BLIS's haswell kernels
+  sse42=$(run_ms 5 sse42)  # BLIS's penryn (SSE) kernels
   echo "round $r  native $native ms  avx2 $avx2 ms  sse42 $sse42 ms  load $(cut -d' ' -f1 /proc/loadavg)"
   echo "$native $avx2 $sse42" >> "$results"
   r=$((r + 1))
 done
-median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 n=$(cut -d' ' -f1 "$results" | median)
 a=$(cut -d' ' -f2 "$results" | median)
 s=$(cut -d' ' -f3 "$results" | median)
 echo "median ms/step: native $n  avx2 $a  sse42 $s"
-awk -v n="$n" -v a="$a" -v s="$s" 'BEGIN {printf "avx2 / native %.2fx  sse42 / native %.2fx\n", a / n, s / n}'
+# Each round's own ratios, then their medians: the speed of a shared core
+# drifts between rounds, and a ratio of medians from different rounds
+# would mix that drift in (as bench/data_parallel.sh does).
+ra=$(awk '{printf "%.4f\n", $2 / $1}' "$results" | median)
+rs=$(awk '{printf "%.4f\n", $3 / $1}' "$results" | median)
+printf 'median of the rounds: avx2 / native %.2fx  sse42 / native %.2fx\n' "$ra" "$rs"

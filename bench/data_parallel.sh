@@ -18,12 +18,11 @@
 # CPU time per step over all its threads) and the median of the rounds'
 # speed-ups, with the load average.
 set -eu
+. "$(dirname "$0")/common.sh"  # median, step_ms
 build=${1:-build/release}
 rounds=${2:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# The wall time per step of a bench/train_step line.
-step_ms() { sed 's/.*threads [0-9]* *\([0-9.]*\) ms\/step.*/\1/'; }
 steps() { case $1 in tiny) echo 60;; medium) echo 20;; large) echo 6;; esac; }
 for r in $(seq "$rounds"); do
   echo "round $r, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -73,7 +72,6 @@ for r in $(seq "$rounds"); do
   if cmp -s "$out/a" "$out/b"; then echo "  tables: the same but for the seconds"; else echo "  tables DIFFER"; diff "$out/a" "$out/b" || true; fi
 done
 echo "medians over $rounds rounds, load average now $(cut -d' ' -f1-3 /proc/loadavg):"
-median() { sort -n | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 # The speed-up of each round (its own 1-thread time over its own 2-thread
 # time, measured seconds apart), then their median: on a shared machine the
 # speed of a core drifts between rounds, and a ratio of medians taken from
