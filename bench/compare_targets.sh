@@ -16,11 +16,9 @@ cd "$(dirname "$0")/.."
 . bench/common.sh
 rounds=${1:-5}
 steps=${2:-200}
-case "$rounds$steps" in
-  *[!0-9]*) echo "usage: $0 [ROUNDS] [STEPS] (positive whole numbers; got '$rounds' '$steps')" >&2; exit 2 ;;
+case "$rounds,$steps" in
+  *[!0-9,]* | 0*,* | *,0*) echo "usage: $0 [ROUNDS] [STEPS] (positive whole numbers; got '$rounds' '$steps')" >&2; exit 2 ;;
 esac
-[ "$rounds" -gt 0 ] && [ "$steps" -gt 0 ] ||
-  { echo "usage: $0 [ROUNDS] [STEPS] (positive whole numbers; got '$rounds' '$steps')" >&2; exit 2; }
 for b in release avx2 sse42; do
   [ -x "build/$b/bench/train_step" ] || { echo "compare_targets: build/$b/bench/train_step is missing (cmake --preset $b && cmake --build --preset $b)" >&2; exit 2; }
 done
@@ -49,7 +47,7 @@ s=$(cut -d' ' -f3 "$results" | median)
 echo "median ms/step: native $n  avx2 $a  sse42 $s"
 # Each round's own ratios, then their medians: the speed of a shared core
 # drifts between rounds, and a ratio of medians from different rounds
-# would mix that drift in (as bench/data_parallel.sh does).
+# would mix that drift in (bench/data_parallel.sh reports its speed-ups so too).
 ra=$(awk '{printf "%.4f\n", $2 / $1}' "$results" | median)
 rs=$(awk '{printf "%.4f\n", $3 / $1}' "$results" | median)
 printf 'median of the rounds: avx2 / native %.2fx  sse42 / native %.2fx\n' "$ra" "$rs"
