@@ -5,10 +5,20 @@
 //
 // core/          tensors, dtypes, errors, the allocator, generators, threads
 // core/kernels/  graph-free kernels (sg::kernel): elementwise, reductions, softmax, layout, GEMM
-// autograd/      the engine: graph nodes, backward, gradcheck, to_dot, anomaly mode, profiler
-// autograd/ops/  the differentiable ops (sg), one file per family, backward under forward
+// autograd/      the engine: graph nodes (node.hpp); record, backward, grad, NoGradGuard,
+//                anomaly mode (engine.hpp); the profiler
+// autograd/ops/  the differentiable ops (sg), one file per family, backward under forward;
+//                X.hpp declares what X.cpp defines, autograd/ops.hpp includes them all
+// autograd/tools/ what inspects the graph: gradcheck, to_dot
 // nn/            layers, losses, optimizers, checkpoints (sg::nn, sg::optim); plot.hpp and
 //                encoder_training.hpp are included on their own
+//
+// For programs that use the library. The library and its tests include the
+// headers they use one by one (an op's own autograd/ops/X.hpp), so this
+// header refuses them: they are compiled with SMALLGRAD_INSIDE defined.
+#ifdef SMALLGRAD_INSIDE
+#error "smallgrad.hpp is the umbrella header for programs that use smallgrad: inside the library and its tests, include the headers you use (an op's own autograd/ops/X.hpp, autograd/engine.hpp, nn/...)"
+#endif
 #include "core/tensor.hpp"
 #include "core/kernels.hpp"
 #include "core/kernels/gemm.hpp"
@@ -16,9 +26,10 @@
 #include "core/runtime.hpp"
 #include "core/cpu.hpp"
 #include "autograd/node.hpp"
+#include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
-#include "autograd/gradcheck.hpp"
-#include "autograd/graphviz.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "autograd/tools/graphviz.hpp"
 #include "autograd/profiler.hpp"
 #include "nn/module.hpp"
 #include "nn/init.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Anomaly mode's checks (internal to the engine: autograd/node.cpp calls
+// Anomaly mode's checks (internal to the engine: autograd/record.cpp calls
 // check_forward from record(), autograd/engine.cpp the rest during a
 // backward pass). Each throws sg::Error naming the op, the element and how
 // the gradient got there; none is called while anomaly mode is off.

@@ -1,8 +1,8 @@
 // The backward engine: topological order from the output, each node's
 // backward once, gradient shapes checked against their inputs, gradients
-// summed into the leaves' .grad (backward) or returned (grad). Nodes and
-// record() are in autograd/node.cpp; anomaly mode's checks in
-// autograd/anomaly.cpp.
+// summed into the leaves' .grad (backward) or returned (grad). Nodes are in
+// autograd/node.cpp, record() in autograd/record.cpp, anomaly mode's checks
+// in autograd/anomaly.cpp.
 #include <algorithm>
 #include <mutex>
 #include <string>
@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "autograd/anomaly.hpp"
+#include "autograd/engine.hpp"
 #include "autograd/node.hpp"
 #include "autograd/profiler.hpp"
 #include "core/kernels.hpp"

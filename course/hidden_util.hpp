@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
-#include <smallgrad.hpp>
-
+#include "autograd/engine.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 namespace hidden {

@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/kernels.hpp"
-#include "autograd/ops.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/tensor.hpp"
 
 namespace sg::distributed {

@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/embedding.hpp"
+#include "autograd/ops/head_products.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/rope.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/softmax.hpp"
 #include "nn/init.hpp"
 
 namespace sg::nn {

@@ -1,6 +1,8 @@
 #include "nn/basic.hpp"
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/embedding.hpp"
+#include "autograd/ops/layer_norm.hpp"
 #include "nn/init.hpp"
 
 namespace sg::nn {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "autograd/node.hpp"
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/dropout.hpp"
 #include "autograd/profiler.hpp"
 #include "core/error.hpp"
 #include "core/kernels.hpp"

@@ -1,7 +1,10 @@
 // What nn/encoder_training.hpp declares.
 #include "nn/encoder_training.hpp"
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/cross_entropy.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/kernels.hpp"
 #include "nn/optim.hpp"
 

@@ -1,6 +1,6 @@
 #include "nn/linear.hpp"
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/linear.hpp"
 #include "nn/init.hpp"
 
 namespace sg::nn {

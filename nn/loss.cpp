@@ -1,6 +1,7 @@
 #include "nn/loss.hpp"
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
 
 namespace sg::nn {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/gradcheck.hpp"
+#include "autograd/tools/gradcheck.hpp"
 #include "core/tensor.hpp"
 
 namespace sg::nn {

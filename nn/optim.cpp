@@ -10,7 +10,7 @@
 #include <numbers>
 #include <string>
 
-#include "autograd/node.hpp"
+#include "autograd/engine.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"

@@ -1,7 +1,8 @@
 // What nn/position_properties.hpp declares.
 #include "nn/position_properties.hpp"
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/rope.hpp"
 
 #include <cmath>
 #include <cstdio>

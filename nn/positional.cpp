@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/shape.hpp"
 #include "nn/init.hpp"
 
 namespace sg::nn {

@@ -8,13 +8,33 @@
 // inputs inside the callable, so one row cannot disturb another.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/cross_entropy.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/embedding.hpp"
+#include "autograd/ops/gelu.hpp"
+#include "autograd/ops/layer_norm.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/softmax.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/basic.hpp"
+#include "nn/linear.hpp"
+#include "nn/loss.hpp"
+#include "nn/optim.hpp"
+#include "nn/positional.hpp"
+#include "nn/transformer.hpp"
 
 using namespace sg;
 

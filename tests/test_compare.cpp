@@ -8,8 +8,9 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/gradcheck.hpp"
+#include "autograd/engine.hpp"
 #include "autograd/node.hpp"
+#include "autograd/tools/gradcheck.hpp"
 #include "core/kernels.hpp"
 #include "core/tensor.hpp"
 #include "test_util.hpp"

@@ -20,7 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/cross_entropy.hpp"
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/optim.hpp"

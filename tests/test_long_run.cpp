@@ -12,7 +12,11 @@
 
 #include <cstdio>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/cross_entropy.hpp"
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
 #include "nn/encoder_training.hpp"
 #include "nn/optim.hpp"
 #include "test_util.hpp"

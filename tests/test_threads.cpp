@@ -16,8 +16,18 @@
 #include <unistd.h>
 #include <vector>
 
-#include <smallgrad.hpp>
-
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/basic.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/linear.hpp"
+#include "nn/transformer.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

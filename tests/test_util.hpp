@@ -3,8 +3,7 @@
 // once: tensors from plain vectors, seeded random values drawn with the
 // standard library (independently of sg's own generator, so a bug there
 // cannot hide in the expected values), value comparisons, gradchecks with the
-// default tolerances, temporary folders and files, resident memory, and the
-// small models the nn tests share.
+// default tolerances, temporary folders and files, resident memory.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -24,14 +23,13 @@
 #include <type_traits>
 #include <vector>
 
-// Everything but the differentiable ops (autograd/ops.hpp): the tests of
-// graph-free code include this without recompiling when an op is added.
-#include "autograd/gradcheck.hpp"
+// No op and no layer: the tests' precompiled header holds this file, so
+// adding or changing an op or a layer recompiles only the tests that include
+// it (the layers' helpers are in nn_util.hpp).
+#include "autograd/tools/gradcheck.hpp"
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
-#include "nn/module.hpp"
-#include "nn/transformer.hpp"
 
 namespace test_util {
 
@@ -164,33 +162,6 @@ void check_values(const sg::Tensor& got, const sg::Shape& shape, const std::vect
   CHECK(bad == 0);
 }
 
-// gradcheck_module with the default (tight) tolerances; requires it to pass
-// and to have compared every element of every float input and parameter.
-inline void check_module(const std::string& name, sg::nn::Module& module, const sg::GradcheckFn& fn,
-                         const std::vector<sg::Tensor>& inputs) {
-  sg::GradcheckOptions options;
-  options.name = name;
-  options.max_elements = 1 << 20;  // no sampling: every element
-  const sg::GradcheckResult r = sg::nn::gradcheck_module(module, fn, inputs, options);
-  INFO(name);
-  REQUIRE(r);
-  int64_t expected = module.parameter_count();
-  for (const sg::Tensor& t : inputs)
-    if (sg::is_floating(t.dtype())) expected += t.numel();
-  REQUIRE(r.checked == expected);
-}
-
-// Replaces every parameter by N(0, 0.5^2) values. LayerNorm starts with
-// gains of 1 and biases of 0, where a backward that ignored them would still
-// pass.
-inline void randomize(sg::nn::Module& module, uint64_t seed) {
-  sg::Generator gen(seed);
-  sg::nn::StateDict state;
-  for (const auto& [name, p] : module.named_parameters())
-    state[name] = sg::randn(p.shape(), gen, p.dtype(), 0.0, 0.5);
-  module.load_state_dict(state);
-}
-
 // Restores the thread count when the test ends.
 struct ThreadCount {
   int saved = sg::num_threads();
@@ -277,30 +248,6 @@ inline void check_gradient(const std::string& name, const sg::GradcheckFn& fn, c
   for (const Tensor& t : inputs)
     if (sg::is_floating(t.dtype())) expected += std::min(t.numel(), options.max_elements);
   REQUIRE(r.checked == expected);
-}
-
-// ---- models ----
-
-// The names of a list of named tensors, in order.
-inline std::vector<std::string> names_of(const sg::nn::NamedTensors& list) {
-  std::vector<std::string> out;
-  for (const auto& [name, t] : list) out.push_back(name);
-  return out;
-}
-
-// A two-block encoder small enough to gradcheck every element.
-inline sg::nn::TransformerEncoderOptions tiny_encoder(sg::nn::Positional positional, double dropout = 0,
-                                                      bool pre_norm = false) {
-  return {.vocab_size = 7,
-          .num_hiddens = 8,
-          .ffn_num_hiddens = 12,
-          .num_heads = 2,
-          .num_blocks = 2,
-          .dropout = dropout,
-          .positional = positional,
-          .max_len = 6,
-          .max_distance = 2,  // sequences of 4: offsets up to 3 are clipped
-          .pre_norm = pre_norm};
 }
 
 // ---- files and memory ----

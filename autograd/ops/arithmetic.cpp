@@ -1,6 +1,7 @@
 // Arithmetic: add, mul, div and affine are primitives; sub, neg and the
 // scalar operators are compositions of them.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {

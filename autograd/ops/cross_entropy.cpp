@@ -2,7 +2,8 @@
 // softmax probabilities that could underflow before the log.
 #include <cmath>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/cross_entropy.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {

@@ -15,7 +15,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/dropout.hpp"
 #include "core/kernels.hpp"
 #include "core/parallel.hpp"
 

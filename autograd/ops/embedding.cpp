@@ -1,5 +1,6 @@
 // Embedding lookup: a row gather forward, a scatter-add backward.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/embedding.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"

@@ -7,7 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/gelu.hpp"
 #include "core/parallel.hpp"
 
 namespace sg {

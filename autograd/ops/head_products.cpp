@@ -10,7 +10,8 @@
 //   head_pool(w, v, heads)   == merge(matmul(w, split(v)))
 //
 // with split: (B, T, heads * d) -> (B * heads, T, d) and merge its inverse.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/head_products.hpp"
 #include "core/kernels/gemm.hpp"
 
 #include <algorithm>

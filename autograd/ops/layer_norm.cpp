@@ -1,7 +1,8 @@
 // Layer normalisation over the last axis, one fused kernel each way.
 #include <cmath>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/layer_norm.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"

@@ -1,6 +1,7 @@
 // The affine map of a Linear layer, y = x W^T + b, as one op: the bias is the
 // product's starting value instead of a tensor of its own plus a broadcast add.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/linear.hpp"
 #include "core/kernels/gemm.hpp"
 #include "core/kernels.hpp"
 

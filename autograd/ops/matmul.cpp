@@ -2,7 +2,8 @@
 //   d op(A) = g op(B)^T        d op(B) = op(A)^T g
 // and a transposed operand takes the transpose of its gradient. The GEMM
 // wrapper's transpose flags do every transpose here without a copy.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/matmul.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {

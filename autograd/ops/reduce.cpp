@@ -1,5 +1,8 @@
 // Reductions: sum and max are primitives, mean is sum times 1/n.
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {

@@ -8,7 +8,8 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/rope.hpp"
 #include "core/kernels.hpp"
 #include "core/parallel.hpp"
 #include "core/runtime.hpp"

@@ -2,7 +2,8 @@
 // gradient back to where each element came from.
 #include <numeric>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {

@@ -4,7 +4,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/softmax.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"

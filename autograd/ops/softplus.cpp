@@ -5,7 +5,8 @@
 // the linear part.
 #include <cmath>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/softplus.hpp"
 #include "core/parallel.hpp"
 
 namespace sg {

@@ -3,7 +3,8 @@
 // (out.detach(): the data without the node, so no reference cycle).
 #include <algorithm>
 
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/unary.hpp"
 #include "core/kernels.hpp"
 #include "core/parallel.hpp"
 

@@ -4,7 +4,6 @@
 // fail: a deliberately wrong backward, a planted NaN, a freed graph.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
 #include <unistd.h>
 
 #include <cmath>
@@ -19,6 +18,18 @@
 #include <string>
 #include <thread>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "autograd/tools/graphviz.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;

@@ -5,8 +5,6 @@
 // 10,000 training steps.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -14,6 +12,15 @@
 #include <thread>
 #include <unistd.h>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/embedding.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -45,7 +52,6 @@ Tensor counted_double(const Tensor& x, int* calls) {
                       return {sg::kernel::affine(g, 2.0, 0.0)};
                     });
 }
-
 
 }  // namespace
 

@@ -5,12 +5,15 @@
 
 #include <limits>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -18,7 +21,6 @@ using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::normal;
 using namespace test_util;
 
 // ---------------------------------------------------------------------------

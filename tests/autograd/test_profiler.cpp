@@ -1,14 +1,19 @@
 // autograd/profiler.cpp: the op profiler charges forward and backward per op.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
 #include <unistd.h>
+
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "autograd/profiler.hpp"
+#include "core/tensor.hpp"
 
 using Catch::Contains;
 using sg::Grads;

@@ -5,7 +5,10 @@
 // and under the asan preset.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 
 using sg::Tensor;
 

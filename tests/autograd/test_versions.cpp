@@ -9,7 +9,16 @@
 #include <string>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/linear.hpp"
+#include "nn/optim.hpp"
 
 using Catch::Matchers::Contains;
 using sg::Tensor;

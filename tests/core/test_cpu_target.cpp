@@ -11,6 +11,7 @@
 #include "core/cpu.hpp"
 #include "core/kernels/gemm.hpp"
 
+#include "core/kernels.hpp"
 #include "core/kernels/gemm_tile.hpp"
 #include "test_util.hpp"
 

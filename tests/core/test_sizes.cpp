@@ -7,7 +7,13 @@
 #include <string>
 #include <vector>
 
-#include <smallgrad.hpp>
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 
 using Catch::Matchers::Contains;
 using sg::Tensor;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/ops/shape.hpp"
+#include "nn_util.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;

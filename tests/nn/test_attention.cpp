@@ -12,16 +12,16 @@
 #include <functional>
 #include <string>
 
+#include "autograd/ops/shape.hpp"
+#include "nn/module.hpp"
+#include "nn/positional.hpp"
+#include "nn_util.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::check_module;
-using test_util::project;
-using test_util::normal;
-using test_util::randomize;
 using namespace test_util;
 #include <vector>
 using sg::nn::Positional;

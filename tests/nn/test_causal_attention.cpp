@@ -5,12 +5,17 @@
 // same check.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "autograd/ops/shape.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/positional.hpp"
+#include "nn/transformer.hpp"
+#include "nn_util.hpp"
 #include "test_util.hpp"
 
 using sg::Tensor;

@@ -3,7 +3,9 @@
 // (and past the training length) that both studies report.
 #include <catch2/catch.hpp>
 
+#include "core/random.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/positional.hpp"
 
 #include <cmath>
 

@@ -13,10 +13,17 @@
 #include <limits>
 #include <map>
 #include <numbers>
-#include <smallgrad.hpp>
 #include <string>
 #include <vector>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
@@ -30,8 +37,6 @@ using test_util::read_bytes;
 using test_util::write_bytes;
 
 namespace {
-
-
 
 // A safetensors file from a header text (used as is, unpadded) and data bytes.
 std::string safetensors_bytes(const std::string& header, const std::string& data) {

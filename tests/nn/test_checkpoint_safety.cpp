@@ -19,10 +19,22 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <smallgrad.hpp>
 #include <string>
 #include <vector>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/basic.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+#include "nn/optim.hpp"
+#include "nn/transformer.hpp"
 #include "test_util.hpp"
 
 using namespace sg;
@@ -33,8 +45,6 @@ using test_util::read_bytes;
 using test_util::write_bytes;
 
 namespace {
-
-
 
 // Linear then LayerNorm: parameters "fc.weight", "fc.bias", "norm.weight", "norm.bias".
 struct Small : nn::Module {

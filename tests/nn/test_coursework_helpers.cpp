@@ -12,9 +12,16 @@
 #include <limits>
 #include <sstream>
 
-#include <smallgrad.hpp>
-
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/checkpoint.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
 #include "nn/plot.hpp"
 
 using Catch::Contains;

@@ -8,8 +8,17 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "autograd/ops.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "core/random.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
+#include "nn/data_parallel.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/module.hpp"
+#include "nn/positional.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;

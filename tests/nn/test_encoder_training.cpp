@@ -4,7 +4,10 @@
 // it cannot tell which token came before which).
 #include <catch2/catch.hpp>
 
+#include "core/random.hpp"
+#include "core/runtime.hpp"
 #include "nn/encoder_training.hpp"
+#include "nn/positional.hpp"
 
 namespace {
 sg::training::Result train_shift(sg::nn::Positional kind, int64_t steps = 800) {

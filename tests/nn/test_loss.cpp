@@ -4,8 +4,9 @@
 
 #include <vector>
 
-#include "autograd/gradcheck.hpp"
+#include "autograd/engine.hpp"
 #include "autograd/node.hpp"
+#include "autograd/tools/gradcheck.hpp"
 #include "core/tensor.hpp"
 #include "nn/loss.hpp"
 #include "test_util.hpp"

@@ -3,21 +3,27 @@
 // state dict round trip and its errors, check_shape.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+#include "nn/positional.hpp"
+#include "nn/transformer.hpp"
+#include "nn_util.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::check_module;
-using test_util::normal;
-using test_util::randomize;
 using namespace test_util;
 
 namespace {

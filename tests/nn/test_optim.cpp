@@ -17,6 +17,7 @@
 
 #include "core/kernels.hpp"
 #include "core/tensor.hpp"
+#include "nn/module.hpp"
 #include "nn/optim.hpp"
 
 using namespace sg;

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "core/random.hpp"
 #include "nn/position_properties.hpp"
+#include "nn/positional.hpp"
 
 namespace {
 sg::training::Config config(sg::nn::Positional kind) {

@@ -10,15 +10,13 @@
 #include <functional>
 #include <string>
 
+#include "nn_util.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::check_module;
-using test_util::normal;
-using test_util::randomize;
 using namespace test_util;
 #include <vector>
 

@@ -23,10 +23,18 @@
 // compared tensor.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/cross_entropy.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/basic.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/module.hpp"
 #include "nn/optim.hpp"
+#include "nn/positional.hpp"
+#include "nn/transformer.hpp"
 #include "test_util.hpp"
 
 #include <cmath>

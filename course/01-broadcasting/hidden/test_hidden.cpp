@@ -5,6 +5,12 @@
 // float64 gradchecks.
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -4,6 +4,13 @@
 // float64, square and non-square, and with float64 gradchecks.
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/linear.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -6,6 +6,11 @@
 // in float64.
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/softmax.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/tensor.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -6,6 +6,12 @@
 // float64.
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/layer_norm.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -12,6 +12,14 @@
 // gradchecked in float64 (random output weights, never all ones).
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/shape.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "nn/attention.hpp"
+#include "nn/basic.hpp"
+#include "nn/linear.hpp"
+#include "nn/positional.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

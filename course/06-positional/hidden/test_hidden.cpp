@@ -4,6 +4,9 @@
 // and dropout after the addition.
 #include <catch2/catch.hpp>
 
+#include "autograd/engine.hpp"
+#include "core/tensor.hpp"
+#include "nn/positional.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include "core/tensor.hpp"
+#include "nn/optim.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -9,12 +9,15 @@
 // fixed, so every run computes the same statistics.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "autograd/ops/dropout.hpp"
+#include "autograd/ops/shape.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 
 using sg::Tensor;
 

@@ -3,12 +3,17 @@
 
 #include <limits>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/embedding.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -16,7 +21,6 @@ using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::normal;
 using namespace test_util;
 
 // ---------------------------------------------------------------------------

@@ -4,12 +4,15 @@
 
 #include <limits>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/node.hpp"
+#include "autograd/ops/head_products.hpp"
+#include "autograd/ops/softmax.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -17,7 +20,6 @@ using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::normal;
 using namespace test_util;
 
 TEST_CASE("head_scores and head_pool: per-head products against naive loops and gradcheck",

@@ -3,12 +3,14 @@
 
 #include <limits>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/node.hpp"
+#include "autograd/ops/linear.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -16,7 +18,6 @@ using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::normal;
 using namespace test_util;
 
 TEST_CASE("linear: x W^T + b in one op, against a naive loop and gradcheck", "[autograd][gradcheck]") {

@@ -2,21 +2,21 @@
 // gradchecks, errors.
 #include <catch2/catch.hpp>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/rope.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::check_module;
-using test_util::normal;
-using test_util::randomize;
 using namespace test_util;
 
 // ---------------------------------------------------------------------------

@@ -4,12 +4,18 @@
 
 #include <limits>
 
-#include <smallgrad.hpp>
-
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/softmax.hpp"
+#include "core/kernels.hpp"
+#include "core/random.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -17,7 +23,6 @@ using sg::Grads;
 using sg::Shape;
 using sg::Tensor;
 using Inputs = std::vector<Tensor>;
-using test_util::normal;
 using namespace test_util;
 
 // ---------------------------------------------------------------------------

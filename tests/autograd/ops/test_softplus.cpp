@@ -6,8 +6,12 @@
 #include <limits>
 #include <string>
 
-#include <smallgrad.hpp>
-
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/softplus.hpp"
+#include "core/kernels.hpp"
+#include "core/tensor.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;

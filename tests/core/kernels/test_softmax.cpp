@@ -25,12 +25,6 @@
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
-using test_util::count;
-using test_util::make;
-using test_util::uniform_values;
-using test_util::unravel;
-using test_util::ravel;
-using test_util::check_values;
 using namespace test_util;
 
 namespace {

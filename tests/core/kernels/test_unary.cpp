@@ -27,9 +27,6 @@
 using Catch::Contains;
 using sg::Shape;
 using sg::Tensor;
-using test_util::count;
-using test_util::make;
-using test_util::uniform_values;
 using namespace test_util;
 
 namespace {

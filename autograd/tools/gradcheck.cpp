@@ -1,12 +1,13 @@
-#include "autograd/gradcheck.hpp"
+#include "autograd/tools/gradcheck.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <sstream>
 
-#include "autograd/node.hpp"
-#include "autograd/ops.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
 #include "core/kernels.hpp"
 #include "core/random.hpp"
 

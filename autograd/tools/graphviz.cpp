@@ -1,5 +1,5 @@
 // to_dot: the autograd graph behind a tensor as Graphviz DOT text.
-#include "autograd/graphviz.hpp"
+#include "autograd/tools/graphviz.hpp"
 
 #include <sstream>
 #include <unordered_map>

@@ -1,0 +1,138 @@
+#pragma once
+// The engine's API: the recording switch (NoGradGuard), record() (how an op
+// joins the graph), anomaly mode, and the backward pass (backward, grad).
+// The graph's nodes are in autograd/node.hpp; record() and the switches are
+// defined in autograd/record.cpp, the backward pass in autograd/engine.cpp,
+// anomaly mode's checks in autograd/anomaly.cpp.
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/tensor.hpp"
+
+namespace sg {
+
+// Recording switch. While a NoGradGuard lives (per thread), ops record
+// nothing: for evaluation, optimizer updates and backward itself.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Gives `out` a node when recording is on and any input requires grad, and
+// returns it. This is how every op joins the graph: the library's own, and
+// yours, defined in your program with no change to the library (PyTorch's
+// autograd.Function). A whole op, forward and backward:
+//
+//   // y = x^2, dy/dx = 2x
+//   sg::Tensor square(const sg::Tensor& x) {
+//     return sg::record("square", sg::kernel::mul(x, x), {x}, [x](const sg::Tensor& g) -> sg::Grads {
+//       return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};  // dL/dx = dL/dy * 2x
+//     });
+//   }
+//
+// This form saves every input: backward() refuses to run if any input was
+// changed in place after the op (its version moved). When backward reads
+// fewer tensors, or reads the output, list what it reads in `saved` (the
+// second form, PyTorch's ctx.save_for_backward):
+//
+//   sg::Tensor out = sg::kernel::exp(x);
+//   return sg::record("exp", out, {x}, {out}, [y = out.detach()](const sg::Tensor& g) -> sg::Grads {
+//     return {sg::kernel::mul(g, y)};  // reads only the output
+//   });
+//
+// An op whose backward reads nothing but shapes (add, sum, reshape) saves
+// {}; then a later in-place change of its inputs is fine, as in PyTorch.
+//
+//   op        the op's name, for errors, anomaly mode and to_dot. The node
+//             keeps the pointer: pass a string literal, not a temporary's c_str().
+//   out       the forward's result, computed with the graph-free kernels
+//             (sg::kernel) so it has no node yet; an output that is already in
+//             a graph throws.
+//   inputs    every tensor the result depends on, in the order backward's
+//             gradients come back. An input that needs no gradient (int64
+//             ids, a constant mask) may be listed; it gets none.
+//   backward  given the gradient of out (out's shape and dtype), returns one
+//             gradient per input, each of that input's shape and dtype (the
+//             engine checks, naming the op), or Tensor() where none flows
+//             (`x.requires_grad() ? ... : Tensor()` skips needless work). It
+//             runs with recording off, so sg:: ops and sg::kernel kernels both
+//             work in it. Never change g or an input in place (returning g
+//             itself is fine): the engine sums gradients out of place.
+//             Capture by value; capture `out.detach()`, never `out` (a cycle).
+//   saved     (second form) every tensor whose values backward reads: inputs,
+//             `out` itself (only its storage and version are kept, so no
+//             cycle), or others. Undefined tensors are skipped. Something
+//             backward recomputes from an input (max's argmax) counts as
+//             reading it. The first form saves all of `inputs`.
+//
+// Then check it with sg::gradcheck (autograd/tools/gradcheck.hpp); the walk-through
+// is docs/adding-a-layer.md, and examples/custom_layer.cpp runs one.
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, const std::vector<Tensor>& saved,
+              BackwardFn backward);
+
+// True when op results from these inputs would be recorded.
+bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Anomaly mode: finds where a NaN or an infinity is born. Off by default;
+// per thread, like NoGradGuard. While it is on:
+//   * every op's result is checked when the op calls record(): every
+//     differentiable op in sg, recording or not (under NoGradGuard too), and
+//     every custom op. Kernels in sg::kernel are not checked on their own.
+//   * every gradient a backward returns is checked, and so is the gradient
+//     passed to backward() and each sum of gradients.
+// The first non-finite value throws sg::Error naming the op (or whose
+// backward it was), the element, the shapes, which op made each input, and
+// in backward the ops through which the gradient reached it from the output.
+// It costs a scan of every result; off, one boolean test per op.
+//
+//   { sg::AnomalyModeGuard anomaly;  // on until the end of the scope
+//     sg::Tensor loss = model.forward(x);
+//     sg::backward(loss); }          // throws at the first NaN or inf
+bool anomaly_mode();
+void set_anomaly_mode(bool on);
+class AnomalyModeGuard {
+ public:
+  explicit AnomalyModeGuard(bool on = true);
+  ~AnomalyModeGuard();
+  AnomalyModeGuard(const AnomalyModeGuard&) = delete;
+  AnomalyModeGuard& operator=(const AnomalyModeGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Runs reverse-mode differentiation from `output`. A non-scalar output needs
+// `grad_output` of its shape. Gradients add into the .grad of every leaf that
+// requires grad. The graph is freed afterwards unless retain_graph is set.
+//
+// All or nothing: the leaves' gradients are summed on the side and added
+// into their .grad only once every backward has run, so a pass that throws
+// (a saved tensor changed in place, a custom backward's error, anomaly mode)
+// changes no .grad. Its nodes that already ran are freed (unless
+// retain_graph), and a later backward through them says which error freed them.
+//
+// Threads: passes on several threads may share leaves (one model's
+// parameters, each thread its own graph); their additions into a shared
+// leaf's .grad are serialised, so the sum is exact (in some order). Two
+// threads must not run backward through the same non-leaf tensor at once.
+void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool retain_graph = false);
+
+// The gradients of `output` with respect to `inputs` (leaves that require
+// grad), returned instead of added into their .grad (PyTorch's
+// torch.autograd.grad): no .grad changes. One per input, each in a buffer of
+// its own; undefined where no gradient flows. The same pass as backward()
+// otherwise (checks, errors, freeing the graph). A data-parallel step
+// (nn/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
+// and sum them in a fixed order.
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
+           bool retain_graph = false);
+
+}  // namespace sg

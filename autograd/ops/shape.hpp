@@ -1,0 +1,16 @@
+#pragma once
+// The shape ops (autograd/ops/shape.cpp): reshape is a view, the others copy.
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace sg {
+
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view; one -1 allowed
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+
+}  // namespace sg
