@@ -210,6 +210,7 @@ def prepare_scratch(scratch, library_root):
     # Never the student's: the build of the library and everything the tests use.
     wanted["CMakeLists.txt"] = ROOT / "CMakeLists.txt"
     wanted["tests/test_util.hpp"] = ROOT / "tests" / "test_util.hpp"
+    wanted["tests/nn_util.hpp"] = ROOT / "tests" / "nn_util.hpp"
     wanted["kit/CMakeLists.txt"] = COURSE / "CMakeLists.txt"
     wanted["kit/hidden_util.hpp"] = COURSE / "hidden_util.hpp"
     for folder in assignments().values():

@@ -1,4 +1,4 @@
-// sg::gradcheck itself (autograd/gradcheck.cpp): it must fail deliberately
+// sg::gradcheck itself (autograd/tools/gradcheck.cpp): it must fail deliberately
 // wrong backwards (a factor of 2, a transposed gradient), say which input and
 // element is wrong, and refuse outputs it cannot check.
 #include <catch2/catch.hpp>

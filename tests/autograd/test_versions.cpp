@@ -203,7 +203,7 @@ TEST_CASE("retain_graph: a step between two backward passes through one graph is
 }
 
 namespace {
-// Custom ops, as a student writes them (autograd/node.hpp).
+// Custom ops, as a student writes them (autograd/engine.hpp: record).
 Tensor square(const Tensor& x) {  // the first form: every input saved
   return sg::record("square", sg::kernel::mul(x, x), {x}, [x](const Tensor& g) -> sg::Grads {
     return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};

@@ -21,6 +21,7 @@
 #include "nn/linear.hpp"
 #include "nn/positional.hpp"
 #include "hidden_util.hpp"
+#include "nn_util.hpp"
 
 using namespace hidden;
 using sg::nn::MultiHeadAttention;
