@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops/shape.hpp"
 #include "nn_util.hpp"
 #include "test_util.hpp"
 

@@ -12,7 +12,6 @@
 #include <functional>
 #include <string>
 
-#include "autograd/ops/shape.hpp"
 #include "nn/module.hpp"
 #include "nn/positional.hpp"
 #include "nn_util.hpp"
