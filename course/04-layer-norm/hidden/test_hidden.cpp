@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/layer_norm.hpp"
 #include "autograd/ops/shape.hpp"
 #include "autograd/tools/gradcheck.hpp"

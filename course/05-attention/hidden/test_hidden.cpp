@@ -13,7 +13,6 @@
 #include <catch2/catch.hpp>
 
 #include "autograd/engine.hpp"
-#include "autograd/ops/shape.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "nn/attention.hpp"
