@@ -11,7 +11,8 @@ Dropout::Dropout(double p_) : p(p_) {
 Tensor Dropout::forward(const Tensor& x, DropoutKeys* keys) const {
   Generator& gen = generator ? *generator : default_generator();
   if (!keys || !is_training() || p == 0) return dropout(x, p, is_training(), gen);
-  if (!keys->key) fail("Dropout: DropoutKeys for examples [", keys->first, ", ", keys->first + keys->count, ") has no key function");
+  if (!keys->key)
+    fail("Dropout: DropoutKeys for examples [", keys->first, ", ", keys->first + keys->count, ") has no key function");
   return dropout(x, p, true, DropoutKey{keys->key(keys->calls++, gen), keys->first, keys->count});
 }
 
