@@ -169,7 +169,8 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
   const auto micro_batch_loss = [&](const sg::nn::MicroBatch& m) {
     const int64_t end = m.first + m.count;
     const sg::Tensor logits =
-        model.head->forward(model.encoder->forward(sg::slice(ids, 0, m.first, end), sg::slice(valid_lens, 0, m.first, end)));
+        model.head->forward(model.encoder->forward(sg::slice(ids, 0, m.first, end), sg::slice(valid_lens, 0, m.first, end),
+                                                   m.dropout_keys));
     return sg::cross_entropy(logits, sg::slice(labels, 0, m.first, end)) *
            (static_cast<double>(m.count) / static_cast<double>(c.batch));
   };

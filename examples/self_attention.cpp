@@ -43,10 +43,11 @@ void masking_the_future(const sg::nn::MultiHeadAttention& open, int64_t num_hidd
   causal.eval();
   const int64_t steps = 8;
   const sg::Tensor X = sg::randn({1, steps, num_hiddens}), other = sg::randn({1, steps, num_hiddens});
-  const sg::Tensor open_out = open.forward(X, X, X);
-  const auto open_w = head0(open.attention_weights());
-  const sg::Tensor causal_out = causal.forward(X, X, X);
-  const auto causal_w = head0(causal.attention_weights());
+  sg::Tensor open_weights, causal_weights;  // (1, heads, steps, steps)
+  const sg::Tensor open_out = open.forward(X, X, X, sg::Tensor(), nullptr, &open_weights);
+  const auto open_w = head0(open_weights);
+  const sg::Tensor causal_out = causal.forward(X, X, X, sg::Tensor(), nullptr, &causal_weights);
+  const auto causal_w = head0(causal_weights);
 
   std::cout << "\nmasking the future: with causal = true, query t attends to keys 0..t only.\n"
             << "causal attention weights over " << steps << " random tokens, head 0 (0 above the diagonal):\n";
@@ -99,12 +100,12 @@ int show(const std::string& out_dir) {
   const sg::Tensor X = sg::ones({batch_size, num_queries, num_hiddens});
 
   attention.eval();  // dropout 0.5 is for training; as in d2l, the shape is the point here
-  const sg::Tensor Y = attention.forward(X, X, X, valid_lens);
+  sg::Tensor w;  // (batch, heads, queries, keys)
+  const sg::Tensor Y = attention.forward(X, X, X, valid_lens, nullptr, &w);
   sg::nn::check_shape(Y, {batch_size, num_queries, num_hiddens}, "self-attention output");
   std::cout << "output shape " << Y.shape() << ": check_shape passed\n\n";
 
   // Sequence 0 has 3 valid tokens, sequence 1 has 2: keys past them get weight 0.
-  const sg::Tensor w = attention.attention_weights();  // (batch, heads, queries, keys)
   const std::vector<float> wv = w.to_vector<float>();
   for (int64_t b = 0; b < batch_size; ++b) {
     std::cout << "attention weights, sequence " << b << " (valid length "

@@ -83,6 +83,14 @@ Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype) {
   return from_vector(bias, {heads, queries, keys}, dtype);
 }
 
+// weights (B * heads, Q, K) -> *out = weights (B, heads, Q, K), off the
+// graph, when the caller asked for them (out not null).
+void give_weights(const Tensor& weights, int64_t heads, Tensor* out) {
+  if (!out) return;
+  const Shape& s = weights.shape();
+  *out = reshape(weights.detach(), {s[0] / heads, heads, s[1], s[2]});
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dropout, bool bias,
@@ -114,7 +122,8 @@ MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dr
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                   const Tensor& valid_lens) const {
+                                   const Tensor& valid_lens, DropoutKeys* dropout_keys,
+                                   Tensor* weights_out) const {
   if (queries.dim() != 3 || keys.dim() != 3 || values.dim() != 3 || keys.shape() != values.shape() ||
       queries.shape()[0] != keys.shape()[0] || queries.shape()[2] != num_hiddens ||
       keys.shape()[2] != num_hiddens)
@@ -138,23 +147,24 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
   if (positions.kind == Positional::none) {
-    // BEGIN ASSIGNMENT 5: MultiHeadAttention::forward: d2l's multi-head attention: project by W_q, W_k, W_v; per-head scores q k^T; masked_softmax with lens, causal and 1/sqrt(d); keep_weights; dropout; times the values; heads merged; W_o
+    // BEGIN ASSIGNMENT 5: MultiHeadAttention::forward: d2l's multi-head attention: project by W_q, W_k, W_v; per-head scores q k^T; masked_softmax with lens, causal and 1/sqrt(d); give_weights; dropout with dropout_keys; times the values; heads merged; W_o
     // The heads stay side by side in (B, T, h*d): head_scores and head_pool
     // read and write each head's columns in place, the same arithmetic as
     // split_heads, matmul and merge_heads without their four copies.
     const Tensor q = W_q->forward(queries), k = W_k->forward(keys), v = W_v->forward(values);
     const Tensor weights = masked_softmax(head_scores(q, k, num_heads), lens, causal, scale);  // (B*h, Q, K)
-    keep_weights(weights);
-    return W_o->forward(head_pool(attention_dropout->forward(weights), v, num_heads));
+    give_weights(weights, num_heads, weights_out);
+    return W_o->forward(head_pool(attention_dropout->forward(weights, dropout_keys), v, num_heads));
     // END ASSIGNMENT 5
   }
   // Positions inside attention work on each head's own (T, d) matrix.
   // weights (B*h, Q, K) from scores (B*h, Q, K): masked, scaled by `by`
-  // (1/sqrt(d) unless the scores come scaled), softmaxed, kept, dropped out.
+  // (1/sqrt(d) unless the scores come scaled), softmaxed, given to the
+  // caller if asked for, dropped out.
   auto attend = [&](const Tensor& scores, double by) {
     const Tensor weights = masked_softmax(scores, lens, causal, by);
-    keep_weights(weights);
-    return attention_dropout->forward(weights);
+    give_weights(weights, num_heads, weights_out);
+    return attention_dropout->forward(weights, dropout_keys);
   };
   Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
   Tensor k = split_heads(W_k->forward(keys), num_heads);     // (B*h, K, d)
@@ -179,20 +189,6 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
     heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));
   return W_o->forward(merge_heads(heads, num_heads));
-}
-
-void MultiHeadAttention::keep_weights(const Tensor& weights) const {
-  const Shape& s = weights.shape();  // (B*h, Q, K) -> (B, h, Q, K), off the graph
-  const Tensor kept = reshape(weights.detach(), {s[0] / num_heads, num_heads, s[1], s[2]});
-  std::lock_guard<std::mutex> lock(weights_mutex_);
-  weights_by_thread_[std::this_thread::get_id()] = kept;
-  latest_weights_ = kept;
-}
-
-Tensor MultiHeadAttention::attention_weights() const {
-  std::lock_guard<std::mutex> lock(weights_mutex_);
-  const auto it = weights_by_thread_.find(std::this_thread::get_id());
-  return it != weights_by_thread_.end() ? it->second : latest_weights_;
 }
 
 }  // namespace sg::nn

@@ -8,8 +8,8 @@
 //     also hides every key after the query's position) and softmaxed;
 //   * dropout on the weights, weighted sum of values, heads concatenated,
 //     projected by W_o.
-// The weights of the last forward (before dropout) are kept for plots, per
-// thread (see attention_weights()).
+// The weights (before dropout) go to the caller who asks for them, for
+// plots: forward's `weights_out` argument; the layer keeps no state.
 //
 // Optionally, attention itself carries positions (AttentionPositions), the
 // alternatives to adding an absolute encoding to the embeddings:
@@ -25,10 +25,6 @@
 //     (m_h from alibi_slopes, nn/positional.hpp) to the scaled score of
 //     query i and key j before the mask and softmax, so far keys are
 //     penalised linearly, more steeply in the first heads; no parameters.
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-
 #include "nn/basic.hpp"
 #include "nn/linear.hpp"
 #include "nn/positional.hpp"
@@ -48,15 +44,15 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, double dropout, bool bias = false,
                      bool causal = false, AttentionPositions positions = {});
   // queries: (B, Q, num_hiddens), keys and values: (B, K, num_hiddens),
-  // valid_lens: undefined, (B) or (B, Q) int64 -> (B, Q, num_hiddens)
+  // valid_lens: undefined, (B) or (B, Q) int64 -> (B, Q, num_hiddens).
+  // dropout_keys: for the weights' dropout (nn/basic.hpp; nullptr: a key
+  // drawn from its generator). weights_out: when given, set to this forward's
+  // attention weights (B, num_heads, Q, K), before dropout, off the graph.
+  // forward() writes nothing else: it may run on several threads at once
+  // (inference, see docs/architecture.md), each asking for its own weights.
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                 const Tensor& valid_lens = Tensor()) const;
-  // (B, num_heads, Q, K): the weights of this thread's last forward, or, if
-  // this thread has run none, of the last forward on any thread; undefined
-  // before the first. forward() is const and may run on several threads at
-  // once (inference, see docs/architecture.md): each thread's weights are
-  // kept apart, under a lock, so none is torn or mixed with another's.
-  Tensor attention_weights() const;
+                 const Tensor& valid_lens = Tensor(), DropoutKeys* dropout_keys = nullptr,
+                 Tensor* weights_out = nullptr) const;
 
   int64_t num_hiddens, num_heads;
   bool causal;
@@ -65,13 +61,6 @@ class MultiHeadAttention : public Module {
   Tensor relative_keys, relative_values;  // the second unless positions.relative_values is off
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
   std::shared_ptr<Dropout> attention_dropout;
-
- private:
-  // Keeps a forward's weights (B * heads, Q, K), before dropout, for attention_weights().
-  void keep_weights(const Tensor& weights) const;
-  mutable std::mutex weights_mutex_;
-  mutable std::unordered_map<std::thread::id, Tensor> weights_by_thread_;
-  mutable Tensor latest_weights_;  // of the last forward on any thread
 };
 
 }  // namespace sg::nn

@@ -10,8 +10,12 @@ namespace sg::nn {
 Dropout::Dropout(double p_) : p(p_) {
   if (!(p >= 0 && p < 1)) fail("Dropout: p must be in [0, 1), got ", p);
 }
-Tensor Dropout::forward(const Tensor& x) const {
-  return generator ? dropout(x, p, is_training(), *generator) : dropout(x, p, is_training());
+Tensor Dropout::forward(const Tensor& x, DropoutKeys* keys) const {
+  Generator& gen = generator ? *generator : default_generator();
+  if (!keys || !is_training() || p == 0) return dropout(x, p, is_training(), gen);
+  if (!keys->key)
+    fail("Dropout: DropoutKeys for examples [", keys->first, ", ", keys->first + keys->count, ") has no key function");
+  return dropout(x, p, true, DropoutKey{keys->key(keys->calls++, gen), keys->first, keys->count});
 }
 
 Embedding::Embedding(int64_t vocab, int64_t dim) {

@@ -6,13 +6,39 @@
 #include <utility>
 
 #include "autograd/engine.hpp"
-#include "autograd/ops/dropout.hpp"
 #include "autograd/profiler.hpp"
 #include "core/error.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
+#include "nn/basic.hpp"
 
 namespace sg::nn {
+namespace {
+
+// A step's dropout keys, shared by its micro-batches: the k-th dropout call
+// of each micro-batch takes the key the whole batch's k-th call would draw.
+// The first micro-batch to get there draws it from the generator, the
+// others read it; so the keys are drawn in call order, from the generators
+// the whole batch's forward draws from, whichever thread comes first.
+class StepKeys {
+ public:
+  uint64_t key(size_t k, Generator& gen) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k == keys_.size()) keys_.emplace_back(&gen, gen.next_u64());  // first here: draw, in call order
+    if (k > keys_.size() || keys_[k].first != &gen)
+      fail("dropout: call ", k, " of a data-parallel micro-batch ",
+           k > keys_.size() ? "came before the calls ahead of it had keys"
+                            : "uses another generator than the same call of the first micro-batch",
+           ": every micro-batch must run the same dropouts in the same order");
+    return keys_[k].second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<const Generator*, uint64_t>> keys_;
+};
+
+}  // namespace
 
 DataParallel::DataParallel(std::vector<Tensor> parameters, int threads)
     : params_(std::move(parameters)), threads_(threads == 0 ? num_threads() : threads) {
@@ -53,7 +79,6 @@ void DataParallel::run_micro_batch(size_t i) {
     ThreadCountGuard one_thread(1);
     AnomalyModeGuard anomaly(anomaly_);
     const MicroBatch& m = batches_[i];
-    DropoutShard shard(*keys_, m.first, m.count);
     const Tensor loss = (*loss_of_)(m);
     if (!loss.defined())
       fail("DataParallel: the loss of micro-batch ", m.index, " (examples ", m.first, "..", m.first + m.count - 1,
@@ -93,13 +118,21 @@ std::vector<Tensor> DataParallel::gradients(int64_t batch, const MicroBatchLoss&
   if (profiling())
     fail("DataParallel: the op profiler is on (a ProfileGuard lives); it times the ops of one "
          "thread at a time and cannot run beside the workers: profile a whole-batch step instead");
-  DropoutKeys keys;
+  StepKeys keys;
+  std::vector<DropoutKeys> dropout_keys;  // one per micro-batch
   {
     std::lock_guard<std::mutex> lock(mu_);
     batches_ = split(batch);
-    for (MicroBatch& m : batches_) m.first += first_example;
+    dropout_keys.resize(batches_.size());
+    for (size_t i = 0; i < batches_.size(); ++i) {
+      MicroBatch& m = batches_[i];
+      m.first += first_example;
+      dropout_keys[i] = {.first = m.first,
+                         .count = m.count,
+                         .key = [&keys](size_t k, Generator& gen) { return keys.key(k, gen); }};
+      m.dropout_keys = &dropout_keys[i];
+    }
     loss_of_ = &loss_of;
-    keys_ = &keys;
     anomaly_ = anomaly_mode();
     grads_.assign(batches_.size(), {});
     losses_.assign(batches_.size(), 0.0);

@@ -10,7 +10,7 @@
 //   sg::ThreadCountGuard one_thread(1);              // the rest of the step on this thread
 //   opt.zero_grad();
 //   const double loss = dp.backward(batch, [&](const sg::nn::MicroBatch& m) {
-//     const sg::Tensor logits = model.forward(sg::slice(ids, 0, m.first, m.first + m.count));
+//     const sg::Tensor logits = model.forward(sg::slice(ids, 0, m.first, m.first + m.count), m.dropout_keys);
 //     // this micro-batch's share of the batch's mean loss
 //     return sg::cross_entropy(logits, sg::slice(labels, 0, m.first, m.first + m.count)) *
 //            (double(m.count) / double(batch));
@@ -29,9 +29,12 @@
 //   * the same thread count gives the same bits on every run: the split
 //     and the order of the sums depend on the thread count only, never on
 //     timing;
-//   * dropout masks are the whole batch's (autograd/ops.hpp, DropoutShard):
+//   * dropout masks are the whole batch's when the step's function passes
+//     m.dropout_keys down to the model's forward (nn/basic.hpp, DropoutKeys):
 //     a function of the example, not of the thread that ran it, and the
-//     generators advance exactly as in the whole batch's forward.
+//     generators advance exactly as in the whole batch's forward. (Without
+//     them each micro-batch draws keys of its own: masks still, but not the
+//     whole batch's.)
 //
 // The rest of the step (optimizer, clipping, evaluation) belongs on one
 // thread too, as above: after every OpenMP parallel region libgomp's idle
@@ -44,9 +47,8 @@
 // between steps. The step's function runs on every worker at once: it may
 // read shared state (the model's parameters, the batch) and must not write
 // any (no optimizer step, no in-place change of shared tensors) — the
-// contract of docs/architecture.md, "Thread safety". A module that keeps
-// per-thread state (attention's weights of the last forward) keeps each
-// worker's apart. Not safe: two backward() calls on one DataParallel at once.
+// contract of docs/architecture.md, "Thread safety". Not safe: two
+// backward() calls on one DataParallel at once.
 // The op profiler (autograd/profiler.hpp) times one thread: backward()
 // refuses to run while it is on.
 #include <condition_variable>
@@ -59,16 +61,17 @@
 
 #include "core/tensor.hpp"
 
-namespace sg {
-class DropoutKeys;  // autograd/ops.hpp
-}
-
 namespace sg::nn {
+
+struct DropoutKeys;  // nn/basic.hpp
 
 // Examples [first, first + count) of the batch, the index-th of `of` micro-batches.
 struct MicroBatch {
   int index = 0, of = 1;
   int64_t first = 0, count = 0;
+  // During a step: this micro-batch's dropout keys, to pass to the model's
+  // forward (the whole batch's keys, its examples); null in split()'s list.
+  DropoutKeys* dropout_keys = nullptr;
 };
 
 // Builds a micro-batch's graph and returns its share of the batch's loss: a
@@ -125,7 +128,6 @@ class DataParallel {
   bool stopping_ = false;
   const MicroBatchLoss* loss_of_ = nullptr;
   std::vector<MicroBatch> batches_;
-  DropoutKeys* keys_ = nullptr;  // this step's dropout keys
   bool anomaly_ = false;  // the caller's anomaly mode, for every worker
   std::vector<std::vector<Tensor>> grads_;  // per micro-batch, one per parameter
   std::vector<double> losses_;

@@ -159,7 +159,8 @@ sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::Mi
                             int64_t* right) {
   const int64_t end = m.first + m.count;
   const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
-  const sg::Tensor logits = model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end));
+  const sg::Tensor logits =
+      model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end), m.dropout_keys);
   if (right) *right = right_count(logits, labels);
   const double share = labelled ? static_cast<double>(labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
   return sg::cross_entropy(logits, labels, kIgnore) * share;
@@ -210,9 +211,10 @@ Result train(Model& model, const Config& c, const Progress& progress,
     sg::NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
-    model.forward(r.attention.examples.ids, r.attention.examples.valid_lens);
+    std::vector<sg::Tensor> weights;  // per block
+    model.forward(r.attention.examples.ids, r.attention.examples.valid_lens, nullptr, &weights);
     AttentionSnapshot snap{step, {}};
-    for (const sg::Tensor& w : model.encoder->attention_weights()) snap.blocks.push_back(w.to_vector<float>());
+    for (const sg::Tensor& w : weights) snap.blocks.push_back(w.to_vector<float>());
     r.attention.snapshots.push_back(std::move(snap));
     model.train(was_training);
   };

@@ -106,9 +106,12 @@ struct Model : sg::nn::Module {
     encoder = register_module("encoder", std::make_shared<sg::nn::TransformerEncoder>(o));
     head = register_module("head", std::make_shared<sg::nn::Linear>(c.hidden, c.classes()));
   }
-  // ids: (B, T), valid_lens: (B) -> logits: (B, T, classes)
-  sg::Tensor forward(const sg::Tensor& ids, const sg::Tensor& valid_lens) const {
-    return head->forward(encoder->forward(ids, valid_lens));
+  // ids: (B, T), valid_lens: (B) -> logits: (B, T, classes). dropout_keys:
+  // a data-parallel micro-batch's (nn/basic.hpp); attention_weights: when
+  // given, set to each block's (TransformerEncoder::forward).
+  sg::Tensor forward(const sg::Tensor& ids, const sg::Tensor& valid_lens, sg::nn::DropoutKeys* dropout_keys = nullptr,
+                     std::vector<sg::Tensor>* attention_weights = nullptr) const {
+    return head->forward(encoder->forward(ids, valid_lens, dropout_keys, attention_weights));
   }
   std::shared_ptr<sg::nn::TransformerEncoder> encoder;
   std::shared_ptr<sg::nn::Linear> head;

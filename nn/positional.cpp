@@ -50,7 +50,7 @@ namespace {
 
 // P: (1, max_len, d) -> X + P[:, offset:offset+T, :] for X: (B, T, d), then dropout.
 Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t offset,
-                     const Dropout& dropout) {
+                     const Dropout& dropout, DropoutKeys* keys) {
   // BEGIN ASSIGNMENT 6: add_positions: X + P[:, offset:offset+T, :] for X (B, T, d), checked, then dropout
   const int64_t max_len = P.shape()[1], d = P.shape()[2];
   if (X.dim() != 3 || X.shape()[2] != d)
@@ -59,7 +59,7 @@ Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t 
   if (offset < 0 || offset + steps > max_len)
     fail(who, ": positions [", offset, ", ", offset + steps, ") for input ", X.shape(),
          " exceed max_len ", max_len);
-  return dropout.forward(X + slice(P, 1, offset, offset + steps));
+  return dropout.forward(X + slice(P, 1, offset, offset + steps), keys);
   // END ASSIGNMENT 6
 }
 
@@ -84,8 +84,8 @@ PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_h
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
 }
 
-Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
-  return add_positions("PositionalEncoding", X, P, offset, *dropout);
+Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
+  return add_positions("PositionalEncoding", X, P, offset, *dropout, keys);
 }
 
 LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, double p, int64_t len)
@@ -96,8 +96,8 @@ LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, double p, int64_
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
 }
 
-Tensor LearnedPositionalEncoding::forward(const Tensor& X, int64_t offset) const {
-  return add_positions("LearnedPositionalEncoding", X, P, offset, *dropout);
+Tensor LearnedPositionalEncoding::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
+  return add_positions("LearnedPositionalEncoding", X, P, offset, *dropout, keys);
 }
 
 }  // namespace sg::nn

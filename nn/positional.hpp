@@ -42,8 +42,8 @@ std::vector<double> alibi_slopes(int64_t num_heads);
 class PositionalEncoding : public Module {
  public:
   PositionalEncoding(int64_t num_hiddens, double dropout, int64_t max_len = 1000);
-  // X: (B, T, num_hiddens) -> same shape
-  Tensor forward(const Tensor& X, int64_t offset = 0) const;
+  // X: (B, T, num_hiddens) -> same shape; keys: the dropout's (nn/basic.hpp)
+  Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
   Tensor P;  // (1, max_len, num_hiddens), a buffer: fixed, not trained
   int64_t num_hiddens, max_len;
   std::shared_ptr<Dropout> dropout;
@@ -54,7 +54,7 @@ class PositionalEncoding : public Module {
 class LearnedPositionalEncoding : public Module {
  public:
   LearnedPositionalEncoding(int64_t num_hiddens, double dropout, int64_t max_len = 1000);
-  Tensor forward(const Tensor& X, int64_t offset = 0) const;
+  Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
   Tensor P;  // (1, max_len, num_hiddens), a parameter
   int64_t num_hiddens, max_len;
   std::shared_ptr<Dropout> dropout;

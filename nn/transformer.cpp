@@ -17,9 +17,9 @@ AddNorm::AddNorm(int64_t dim, double p) {
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
   ln = register_module("ln", std::make_shared<LayerNorm>(dim));
 }
-Tensor AddNorm::forward(const Tensor& X, const Tensor& Y) const {
+Tensor AddNorm::forward(const Tensor& X, const Tensor& Y, DropoutKeys* dropout_keys) const {
   if (X.shape() != Y.shape()) fail("AddNorm: X ", X.shape(), " and Y ", Y.shape(), " differ");
-  return ln->forward(dropout->forward(Y) + X);
+  return ln->forward(dropout->forward(Y, dropout_keys) + X);
 }
 
 TransformerEncoderBlock::TransformerEncoderBlock(int64_t h, int64_t ffn_h, int64_t heads, double p,
@@ -33,14 +33,17 @@ TransformerEncoderBlock::TransformerEncoderBlock(int64_t h, int64_t ffn_h, int64
   addnorm2 = register_module("addnorm2", std::make_shared<AddNorm>(h, p));
 }
 
-Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_lens) const {
+Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_lens, DropoutKeys* dropout_keys,
+                                        Tensor* attention_weights) const {
   if (pre_norm) {
     const Tensor N1 = addnorm1->ln->forward(X);
-    const Tensor Y = X + addnorm1->dropout->forward(attention->forward(N1, N1, N1, valid_lens));
-    return Y + addnorm2->dropout->forward(ffn->forward(addnorm2->ln->forward(Y)));
+    const Tensor A = attention->forward(N1, N1, N1, valid_lens, dropout_keys, attention_weights);
+    const Tensor Y = X + addnorm1->dropout->forward(A, dropout_keys);
+    return Y + addnorm2->dropout->forward(ffn->forward(addnorm2->ln->forward(Y)), dropout_keys);
   }
-  const Tensor Y = addnorm1->forward(X, attention->forward(X, X, X, valid_lens));
-  return addnorm2->forward(Y, ffn->forward(Y));
+  const Tensor Y = addnorm1->forward(X, attention->forward(X, X, X, valid_lens, dropout_keys, attention_weights),
+                                     dropout_keys);
+  return addnorm2->forward(Y, ffn->forward(Y), dropout_keys);
 }
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
@@ -70,20 +73,17 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : opt
   if (o.pre_norm) final_ln = register_module("final_ln", std::make_shared<LayerNorm>(o.num_hiddens));
 }
 
-Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens) const {
+Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens, DropoutKeys* dropout_keys,
+                                   std::vector<Tensor>* attention_weights) const {
   if (ids.dim() != 2) fail("TransformerEncoder: ids must be (batch, steps), got ", ids.shape());
   Tensor X = embedding->forward(ids) * std::sqrt(static_cast<double>(options.num_hiddens));
-  if (sinusoidal) X = sinusoidal->forward(X);
-  else if (learned) X = learned->forward(X);
-  else X = embedding_dropout->forward(X);
-  for (const auto& block : blocks) X = block->forward(X, valid_lens);
+  if (sinusoidal) X = sinusoidal->forward(X, 0, dropout_keys);
+  else if (learned) X = learned->forward(X, 0, dropout_keys);
+  else X = embedding_dropout->forward(X, dropout_keys);
+  if (attention_weights) attention_weights->assign(blocks.size(), Tensor());
+  for (size_t i = 0; i < blocks.size(); ++i)
+    X = blocks[i]->forward(X, valid_lens, dropout_keys, attention_weights ? &(*attention_weights)[i] : nullptr);
   return final_ln ? final_ln->forward(X) : X;
-}
-
-std::vector<Tensor> TransformerEncoder::attention_weights() const {
-  std::vector<Tensor> out;
-  for (const auto& block : blocks) out.push_back(block->attention->attention_weights());
-  return out;
 }
 
 }  // namespace sg::nn

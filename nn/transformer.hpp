@@ -19,10 +19,12 @@ class PositionWiseFFN : public Module {
 };
 
 // Residual connection then layer norm (post-norm): LayerNorm(dropout(Y) + X).
+// dropout_keys, here and below: for the dropouts (nn/basic.hpp; nullptr:
+// keys drawn from their generators).
 class AddNorm : public Module {
  public:
   AddNorm(int64_t dim, double dropout);
-  Tensor forward(const Tensor& X, const Tensor& Y) const;
+  Tensor forward(const Tensor& X, const Tensor& Y, DropoutKeys* dropout_keys = nullptr) const;
   std::shared_ptr<Dropout> dropout;
   std::shared_ptr<LayerNorm> ln;
 };
@@ -33,13 +35,15 @@ class AddNorm : public Module {
 // the branch and the residual path stays an identity:
 //   Y = X + dropout(attention(LN1(X))); out = Y + dropout(ffn(LN2(Y))),
 // with LN1, LN2 and the dropouts those of addnorm1 and addnorm2 (same names).
-// X: (B, T, num_hiddens) -> same shape
+// X: (B, T, num_hiddens) -> same shape; attention_weights: when given, set
+// to the attention's weights (B, heads, T, T) (MultiHeadAttention::forward).
 class TransformerEncoderBlock : public Module {
  public:
   TransformerEncoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads,
                           double dropout, bool use_bias = false, bool causal = false,
                           AttentionPositions positions = {}, bool pre_norm = false);
-  Tensor forward(const Tensor& X, const Tensor& valid_lens = Tensor()) const;
+  Tensor forward(const Tensor& X, const Tensor& valid_lens = Tensor(), DropoutKeys* dropout_keys = nullptr,
+                 Tensor* attention_weights = nullptr) const;
   std::shared_ptr<MultiHeadAttention> attention;
   std::shared_ptr<AddNorm> addnorm1, addnorm2;
   std::shared_ptr<PositionWiseFFN> ffn;
@@ -70,9 +74,10 @@ struct TransformerEncoderOptions {
 class TransformerEncoder : public Module {
  public:
   explicit TransformerEncoder(const TransformerEncoderOptions& options);
-  Tensor forward(const Tensor& ids, const Tensor& valid_lens = Tensor()) const;
-  // Each block's attention weights from the last forward: (B, heads, T, T).
-  std::vector<Tensor> attention_weights() const;
+  // attention_weights: when given, set to each block's attention weights
+  // in this forward, (B, heads, T, T) each, in block order.
+  Tensor forward(const Tensor& ids, const Tensor& valid_lens = Tensor(), DropoutKeys* dropout_keys = nullptr,
+                 std::vector<Tensor>* attention_weights = nullptr) const;
 
   TransformerEncoderOptions options;
   std::shared_ptr<Embedding> embedding;

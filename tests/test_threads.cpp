@@ -20,12 +20,14 @@
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/dropout.hpp"
 #include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
 #include "autograd/ops/unary.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "nn/attention.hpp"
 #include "nn/basic.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/data_parallel.hpp"
 #include "nn/linear.hpp"
 #include "nn/transformer.hpp"
 #include "test_util.hpp"
@@ -64,23 +66,20 @@ TEST_CASE("threads: inference on one MultiHeadAttention from several threads giv
   std::vector<Tensor> want(kThreads), want_w(kThreads);
   {
     sg::NoGradGuard no_grad;
-    for (int t = 0; t < kThreads; ++t) {
-      want[t] = mha.forward(xs[t], xs[t], xs[t], lens[t]);
-      want_w[t] = mha.attention_weights();
-    }
+    for (int t = 0; t < kThreads; ++t) want[t] = mha.forward(xs[t], xs[t], xs[t], lens[t], nullptr, &want_w[t]);
   }
   std::vector<int> mismatches(kThreads, 0);
   run_threads(kThreads, [&](int t) {
     sg::NoGradGuard no_grad;
     for (int rep = 0; rep < 50; ++rep) {
-      const Tensor got = mha.forward(xs[t], xs[t], xs[t], lens[t]);
-      // Each thread sees the weights of its own last forward, whole.
-      if (!same_bits(got, want[t]) || !same_bits(mha.attention_weights(), want_w[t])) ++mismatches[t];
+      // Every other forward asks for the weights: each gets its own, whole.
+      Tensor w;
+      const Tensor got = mha.forward(xs[t], xs[t], xs[t], lens[t], nullptr, rep % 2 ? &w : nullptr);
+      if (!same_bits(got, want[t]) || (rep % 2 && !same_bits(w, want_w[t]))) ++mismatches[t];
     }
   });
   for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
-  // The main thread's own weights are still those of its last forward.
-  CHECK(same_bits(mha.attention_weights(), want_w[kThreads - 1]));
+  for (int t = 0; t < kThreads; ++t) CHECK(want_w[t].shape() == sg::Shape{2, 4, 5 + t, 5 + t});
 }
 
 TEST_CASE("threads: inference on one TransformerEncoder from several threads gives one thread's bits", "[threads]") {
@@ -93,15 +92,20 @@ TEST_CASE("threads: inference on one TransformerEncoder from several threads giv
   const Tensor ids = sg::randint(0, 20, {3, 7}, gen);
   const Tensor lens = sg::from_vector(std::vector<int64_t>{7, 4, 2}, {3});
   Tensor want;
+  std::vector<Tensor> want_w;  // per block
   {
     sg::NoGradGuard no_grad;
-    want = encoder.forward(ids, lens);
+    want = encoder.forward(ids, lens, nullptr, &want_w);
   }
   std::vector<int> mismatches(kThreads, 0);
   run_threads(kThreads, [&](int t) {
     sg::NoGradGuard no_grad;
-    for (int rep = 0; rep < 20; ++rep)
-      if (!same_bits(encoder.forward(ids, lens), want)) ++mismatches[t];
+    for (int rep = 0; rep < 20; ++rep) {
+      std::vector<Tensor> w;
+      bool same = same_bits(encoder.forward(ids, lens, nullptr, &w), want) && w.size() == want_w.size();
+      for (size_t i = 0; same && i < w.size(); ++i) same = same_bits(w[i], want_w[i]);
+      if (!same) ++mismatches[t];
+    }
   });
   for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
 }
@@ -157,6 +161,27 @@ TEST_CASE("threads: each thread with its own generator gets a reproducible strea
     masks[t] = drop.forward(sg::ones({1000}));
   });
   for (int t = 0; t < kThreads; ++t) CHECK(same_bits(masks[t], got[t]));
+}
+
+TEST_CASE("threads: a data-parallel step's micro-batches share the step's dropout keys", "[threads]") {
+  // The workers ask for the same keys at once (nn/data_parallel.cpp, under
+  // a lock): the summed gradient is the whole batch's masks, bit for bit.
+  sg::nn::Dropout drop(0.5);
+  Tensor w = sg::ones({8, 64}, sg::float64).set_requires_grad();
+  auto forward = [&](const Tensor& x, sg::nn::DropoutKeys* keys) {
+    return sg::sum(drop.forward(x, keys) * drop.forward(x, keys));
+  };
+  sg::manual_seed(12);
+  sg::backward(forward(w, nullptr));
+  const Tensor whole = sg::clone(w.grad());
+  w.set_grad(Tensor());
+  sg::manual_seed(12);
+  sg::nn::DataParallel dp({w}, kThreads);
+  dp.backward(8, [&](const sg::nn::MicroBatch& m) {
+    return forward(sg::slice(w, 0, m.first, m.first + m.count), m.dropout_keys);
+  });
+  CHECK(same_bits(w.grad(), whole));
+  CHECK(sg::max(whole).item<double>() > 0);  // not all dropped: a real comparison
 }
 
 TEST_CASE("threads: concurrent backward passes into one shared leaf add exactly", "[threads]") {

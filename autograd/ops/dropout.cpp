@@ -6,10 +6,10 @@
 // parallel and still gives the same mask on any thread count, and backward
 // flips the same coins again instead of keeping a mask as big as x.
 //
-// In a data-parallel step (DropoutShard, autograd/ops.hpp) a micro-batch of
-// examples [first, first + count) counts its elements from first times the
-// elements per example, and uses the key the whole batch would: its mask is
-// the whole batch's mask, cut to its examples.
+// Given a DropoutKey (autograd/ops.hpp), x holds examples [first, first +
+// count) of a batch and counts its elements from first times the elements
+// per example: a micro-batch given the key the whole batch drew gets the
+// whole batch's mask, cut to its examples.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -103,44 +103,8 @@ Tensor apply_mask(const Tensor& x, uint64_t key, uint64_t base, uint32_t thresho
   return out;
 }
 
-thread_local DropoutShard* t_shard = nullptr;
-
-}  // namespace
-
-uint64_t DropoutKeys::key(size_t k, Generator& gen) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (k == keys_.size()) keys_.emplace_back(&gen, gen.next_u64());  // first here: draw, in call order
-  if (k > keys_.size() || keys_[k].first != &gen)
-    fail("dropout: call ", k, " of a data-parallel micro-batch ",
-         k > keys_.size() ? "came before the calls ahead of it had keys"
-                          : "uses another generator than the same call of the first micro-batch",
-         ": every micro-batch must run the same dropouts in the same order");
-  return keys_[k].second;
-}
-
-DropoutShard::DropoutShard(DropoutKeys& k, int64_t first_example, int64_t examples)
-    : keys(k), first(first_example), count(examples), previous_(t_shard) {
-  if (first < 0 || count < 1)
-    fail("DropoutShard: examples [", first, ", ", first + count, ") are not a micro-batch (need first >= 0, count >= 1)");
-  t_shard = this;
-}
-
-DropoutShard::~DropoutShard() { t_shard = previous_; }
-
-// x: any shape -> same shape.
-Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
-  if (!(p >= 0 && p < 1)) fail("dropout: p must be in [0, 1), got ", p);
-  if (!training || p == 0) return x;
-  uint64_t key = 0, base = 0;
-  if (DropoutShard* shard = t_shard) {
-    if (x.dim() == 0 || x.shape()[0] % shard->count != 0)
-      fail("dropout: in a data-parallel micro-batch of ", shard->count, " examples, x of shape ", x.shape(),
-           " needs a leading axis that is a multiple of ", shard->count, " (the examples, outermost)");
-    key = shard->keys.key(shard->calls++, gen);
-    base = static_cast<uint64_t>(shard->first * (x.numel() / shard->count));
-  } else {
-    key = gen.next_u64();
-  }
+// x's mask from key, the coins counted from base; the op dropout records.
+Tensor masked(const Tensor& x, double p, uint64_t key, uint64_t base) {
   // P(coin < threshold) = floor(p 2^32) / 2^32: p to within 2^-32 (p < 1, so it fits).
   const auto threshold = static_cast<uint32_t>(std::ldexp(p, 32));
   const double keep = 1.0 / (1.0 - p);
@@ -148,6 +112,28 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
                 [key, base, threshold, keep](const Tensor& g) -> Grads {
                   return {apply_mask(g, key, base, threshold, keep)};  // the same coins: dL/dx = dL/dy * m / (1 - p)
                 });
+}
+
+}  // namespace
+
+// x: any shape -> same shape.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+  if (!(p >= 0 && p < 1)) fail("dropout: p must be in [0, 1), got ", p);
+  if (!training || p == 0) return x;
+  return masked(x, p, gen.next_u64(), 0);
+}
+
+// x: (count * n, ...) -> same shape; examples [first, first + count) of the key's batch.
+Tensor dropout(const Tensor& x, double p, bool training, const DropoutKey& k) {
+  if (!(p >= 0 && p < 1)) fail("dropout: p must be in [0, 1), got ", p);
+  if (k.first < 0 || k.count < 1)
+    fail("dropout: examples [", k.first, ", ", k.first + k.count,
+         ") are not a micro-batch (need first >= 0, count >= 1)");
+  if (x.dim() == 0 ? k.count != 1 : x.shape()[0] % k.count != 0)
+    fail("dropout: in a micro-batch of ", k.count, " examples, x of shape ", x.shape(),
+         " needs a leading axis that is a multiple of ", k.count, " (the examples, outermost)");
+  if (!training || p == 0) return x;
+  return masked(x, p, k.key, static_cast<uint64_t>(k.first * (x.numel() / k.count)));
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

@@ -59,16 +59,19 @@ TEST_CASE("attention_weights are (B, heads, Q, K) with masked keys exactly zero"
   sg::manual_seed(90);
   const int64_t batch = 2, heads = 2, nq = 3, nk = 4;
   sg::nn::MultiHeadAttention mha(8, heads, 0.0);
-  REQUIRE_FALSE(mha.attention_weights().defined());
-  const Tensor q = sg::randn({batch, nq, 8}), kv = sg::randn({batch, nk, 8});
+  const Tensor q = sg::randn({batch, nq, 8}).set_requires_grad(), kv = sg::randn({batch, nk, 8});
 
   // (B, Q) lengths, one of them 0; then the same run with causal on top.
   const std::vector<int64_t> lens = {1, 0, 4, 3, 2, 4};
   for (bool causal : {false, true}) {
     mha.causal = causal;
-    mha.forward(q, kv, kv, ids(lens, {batch, nq}));
-    const Tensor w = mha.attention_weights();
+    Tensor w;
+    const Tensor out = mha.forward(q, kv, kv, ids(lens, {batch, nq}), nullptr, &w);
     sg::nn::check_shape(w, {batch, heads, nq, nk}, "attention weights");
+    REQUIRE(out.requires_grad());
+    REQUIRE_FALSE(w.requires_grad());  // off the graph
+    // Not asked for: the same output, nothing else written.
+    REQUIRE(mha.forward(q, kv, kv, ids(lens, {batch, nq})).to_vector<float>() == out.to_vector<float>());
     const auto p = w.to_vector<float>();
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h)
@@ -181,8 +184,9 @@ TEST_CASE("relative and rotary attention match naive loops (weights and output)"
       randomize(mha, 71);  // relative tables start at N(0, 0.02^2): too small to show a wrong index
       const auto qv = test_util::uniform_values<float>({batch, nq, H}, -1, 1, 72);
       const auto kvv = test_util::uniform_values<float>({batch, nk, H}, -1, 1, 73);
+      Tensor weights;
       const Tensor out = mha.forward(sg::from_vector(qv, {batch, nq, H}), sg::from_vector(kvv, {batch, nk, H}),
-                                     sg::from_vector(kvv, {batch, nk, H}), ids(lens, {batch}));
+                                     sg::from_vector(kvv, {batch, nk, H}), ids(lens, {batch}), nullptr, &weights);
       std::vector<double> want_w, want_out;
       for (int64_t b = 0; b < batch; ++b) {
         const std::vector<double> qb(qv.begin() + b * nq * H, qv.begin() + (b + 1) * nq * H);
@@ -191,7 +195,7 @@ TEST_CASE("relative and rotary attention match naive loops (weights and output)"
         want_w.insert(want_w.end(), n.weights.begin(), n.weights.end());
         want_out.insert(want_out.end(), n.output.begin(), n.output.end());
       }
-      test_util::check_values<float>(mha.attention_weights(), {batch, 2, nq, nk}, want_w, 1e-4, 1e-6);
+      test_util::check_values<float>(weights, {batch, 2, nq, nk}, want_w, 1e-4, 1e-6);
       test_util::check_values<float>(out, {batch, nq, H}, want_out, 1e-4, 1e-5);
     }
   }

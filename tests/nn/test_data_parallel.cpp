@@ -128,17 +128,15 @@ TEST_CASE("data-parallel: dropout masks depend on the example, not on the thread
   for (int64_t parts : {1, 2, 3, 6}) {
     INFO(parts << " micro-batches");
     sg::Generator g(11);
-    sg::DropoutKeys keys;
+    const uint64_t key = g.next_u64();  // the whole batch's key, shared by the micro-batches
     std::vector<double> joined;
-    // Run the micro-batches last first: which one draws the key must not matter.
-    std::vector<std::vector<double>> pieces(static_cast<size_t>(parts));
     const int64_t count = 6 / parts;
-    for (int64_t k = parts - 1; k >= 0; --k) {
-      sg::DropoutShard shard(keys, k * count, count);
-      pieces[static_cast<size_t>(k)] = sg::dropout(sg::slice(x, 0, k * count, (k + 1) * count), 0.5, true, g)
-                                           .to_vector<double>();
+    for (int64_t k = 0; k < parts; ++k) {
+      const std::vector<double> piece =
+          sg::dropout(sg::slice(x, 0, k * count, (k + 1) * count), 0.5, true, sg::DropoutKey{key, k * count, count})
+              .to_vector<double>();
+      joined.insert(joined.end(), piece.begin(), piece.end());
     }
-    for (const auto& p : pieces) joined.insert(joined.end(), p.begin(), p.end());
     REQUIRE(joined == whole);
     REQUIRE(g.next_u64() == after_whole);  // one key drawn, as by the whole batch
   }
@@ -147,12 +145,66 @@ TEST_CASE("data-parallel: dropout masks depend on the example, not on the thread
   REQUIRE(std::count(whole.begin(), whole.end(), 2.0) > 10);
 }
 
+TEST_CASE("data-parallel: each micro-batch's Dropouts take the whole batch's keys, in call order",
+          "[data_parallel][dropout]") {
+  // Two Dropouts on a (7, 3, 5) parameter of ones, the second with a
+  // generator of its own, the first twice: the gradient of the sum is the
+  // sum of the three masks (scaled), the whole batch's whatever the split,
+  // if every micro-batch's k-th dropout used the whole batch's k-th key.
+  sg::nn::Dropout a(0.5), b(0.3);
+  b.generator = std::make_shared<sg::Generator>(23);
+  a.train(), b.train();
+  Tensor w = sg::ones({7, 3, 5}, sg::float64).set_requires_grad();
+  auto forward = [&](const Tensor& x, sg::nn::DropoutKeys* keys) {
+    return a.forward(x, keys) + b.forward(x, keys) + a.forward(x, keys);
+  };
+  sg::manual_seed(31);
+  sg::backward(sg::sum(forward(w, nullptr)));
+  const std::vector<double> whole = w.grad().to_vector<double>();
+  const uint64_t next_default = sg::default_generator().next_u64(), next_b = b.generator->next_u64();
+  int distinct = 0;
+  for (double v : whole) distinct += v != whole[0];
+  REQUIRE(distinct > 10);  // the masks vary: a real comparison
+  for (int threads : {1, 2, 3, 4, 7}) {
+    INFO(threads << " threads");
+    w.set_grad(Tensor());
+    sg::manual_seed(31);
+    b.generator = std::make_shared<sg::Generator>(23);
+    sg::nn::DataParallel dp({w}, threads);
+    std::vector<std::pair<int64_t, int64_t>> places(static_cast<size_t>(threads), {-1, -1});
+    dp.backward(7, [&](const sg::nn::MicroBatch& m) {  // no Catch2 assertion on the workers
+      if (m.dropout_keys) places[static_cast<size_t>(m.index)] = {m.dropout_keys->first, m.dropout_keys->count};
+      return sg::sum(forward(sg::slice(w, 0, m.first, m.first + m.count), m.dropout_keys));
+    });
+    CHECK(w.grad().to_vector<double>() == whole);
+    // The generators moved exactly as in the whole batch's forward.
+    CHECK(sg::default_generator().next_u64() == next_default);
+    CHECK(b.generator->next_u64() == next_b);
+    const auto split = dp.split(7);
+    for (const auto& m : split) CHECK(places[static_cast<size_t>(m.index)] == std::make_pair(m.first, m.count));
+  }
+  // A micro-batch whose dropouts draw from another generator than the first's is refused.
+  sg::nn::DataParallel dp({w}, 2);
+  REQUIRE_THROWS_WITH(dp.backward(2,
+                                  [&](const sg::nn::MicroBatch& m) {
+                                    const sg::nn::Dropout& first = m.index == 0 ? a : b;
+                                    return sg::sum(first.forward(sg::slice(w, 0, m.first, m.first + 1), m.dropout_keys));
+                                  }),
+                      Contains("dropout: call 0") && Contains("another generator"));
+}
+
 TEST_CASE("data-parallel: a micro-batch whose tensor does not split by example is refused", "[data_parallel][dropout]") {
-  sg::DropoutKeys keys;
-  sg::DropoutShard shard(keys, 0, 4);
-  REQUIRE_THROWS_WITH(sg::dropout(sg::ones({6, 2}), 0.5, true),
-                      Contains("dropout") && Contains("4 examples") && Contains("(6, 2)"));
-  REQUIRE_THROWS_WITH(sg::DropoutShard(keys, -1, 2), Contains("DropoutShard"));
+  Tensor w = sg::ones({6, 2}).set_requires_grad();
+  sg::nn::Dropout drop(0.5);
+  sg::nn::DataParallel dp({w}, 2);
+  REQUIRE_THROWS_WITH(dp.backward(6,
+                                  [&](const sg::nn::MicroBatch& m) {
+                                    // 4 rows for a micro-batch of 3 examples
+                                    return sg::sum(drop.forward(sg::slice(w, 0, 0, 4), m.dropout_keys));
+                                  }),
+                      Contains("dropout") && Contains("3 examples") && Contains("(4, 2)"));
+  sg::nn::DropoutKeys no_function{.first = 0, .count = 2};
+  REQUIRE_THROWS_WITH(drop.forward(w, &no_function), Contains("Dropout") && Contains("[0, 2)") && Contains("no key function"));
 }
 
 TEST_CASE("data-parallel: micro-batches split the batch in order, larger first", "[data_parallel]") {

@@ -1,6 +1,6 @@
 // Hidden tests of assignment 5: d2l's multi-head attention written from ops
 // (nn/attention.cpp: split_heads, merge_heads, repeat_for_heads and the
-// forward). Outputs and kept weights are compared with attention written out
+// forward). Outputs and returned weights are compared with attention written out
 // here with long double loops from the layer's own parameters: valid_lens
 // (B) and (B, Q) with 0 and K among them, causal masks, 1 to 4 heads,
 // batches of 2 and 3 with lengths that differ per batch element (so lengths
@@ -168,7 +168,7 @@ Inputs3 inputs(const Case& c, uint64_t seed) {
 }
 
 // Runs the layer on c in dtype T (inputs rounded to T first) and compares its
-// output and kept weights with the naive loops.
+// output and returned weights with the naive loops.
 template <class T>
 void check_case(const Case& c, uint64_t seed, double rel, double abs) {
   INFO("MultiHeadAttention " << describe(c) << " " << (std::is_same_v<T, float> ? "float32" : "float64"));
@@ -177,11 +177,13 @@ void check_case(const Case& c, uint64_t seed, double rel, double abs) {
   for (auto* x : {&in.q, &in.k, &in.v})
     for (auto& e : *x) e = static_cast<double>(static_cast<T>(e));
   const Expected want = naive(*mha, c, in.q, in.k, in.v);
+  Tensor weights;
   const Tensor out = mha->forward(tensor(in.q, {c.batch, c.nq, c.hidden}, sg::dtype_of<T>),
                                   tensor(in.k, {c.batch, c.nk, c.hidden}, sg::dtype_of<T>),
-                                  tensor(in.v, {c.batch, c.nk, c.hidden}, sg::dtype_of<T>), lens_tensor(c));
+                                  tensor(in.v, {c.batch, c.nk, c.hidden}, sg::dtype_of<T>), lens_tensor(c), nullptr,
+                                  &weights);
   test_util::check_values<T>(out, {c.batch, c.nq, c.hidden}, want.out, rel, abs);
-  test_util::check_values<T>(mha->attention_weights(), {c.batch, c.heads, c.nq, c.nk}, want.weights, rel, abs);
+  test_util::check_values<T>(weights, {c.batch, c.heads, c.nq, c.nk}, want.weights, rel, abs);
 }
 
 // Every mask kind, 1, 2, 3 and 4 heads, Q != K, batches of 2 and 3.
@@ -218,9 +220,9 @@ TEST_CASE("5.2 valid lengths are repeated for each head of their own batch eleme
     INFO("MultiHeadAttention " << describe(c));
     auto mha = layer(c, ++seed);
     const Inputs3 in = inputs(c, seed * 5);
+    Tensor w;
     mha->forward(tensor(in.q, {c.batch, c.nq, c.hidden}, sg::float64), tensor(in.k, {c.batch, c.nk, c.hidden}, sg::float64),
-                 tensor(in.v, {c.batch, c.nk, c.hidden}, sg::float64), lens_tensor(c));
-    const Tensor w = mha->attention_weights();
+                 tensor(in.v, {c.batch, c.nk, c.hidden}, sg::float64), lens_tensor(c), nullptr, &w);
     REQUIRE(w.defined());
     REQUIRE(w.shape() == Shape{c.batch, c.heads, c.nq, c.nk});
     const auto p = w.to_vector<double>();
@@ -250,11 +252,12 @@ TEST_CASE("5.3 a valid length of 0 gives uniform weights over all keys as d2l's 
   auto mha = layer(c, 530);
   const Inputs3 in = inputs(c, 531);
   const Tensor q = tensor(in.q, {2, 3, 8}, sg::float64).set_requires_grad();
+  Tensor weights;
   const Tensor out = mha->forward(q, tensor(in.k, {2, 4, 8}, sg::float64), tensor(in.v, {2, 4, 8}, sg::float64),
-                                  lens_tensor(c));
+                                  lens_tensor(c), nullptr, &weights);
   const Expected want = naive(*mha, c, in.q, in.k, in.v);
   test_util::check_values<double>(out, {2, 3, 8}, want.out, 1e-10, 1e-12);
-  const auto w = mha->attention_weights().to_vector<double>();
+  const auto w = weights.to_vector<double>();
   REQUIRE(w.size() == 2 * 2 * 3 * 4);
   for (size_t n = w.size() / 2; n < w.size(); ++n) {
     INFO("weight " << n << " of batch element 1");
@@ -296,9 +299,10 @@ TEST_CASE("5.6 dropout drops the attention weights of shape B times heads by Q b
   auto mha = layer(c, 570, sg::float64, p);
   const Inputs3 in = inputs(c, 571);
   const Shape qs{2, 3, 8}, ks{2, 5, 8};
+  Tensor weights;
   auto run = [&] {
     return mha->forward(tensor(in.q, qs, sg::float64), tensor(in.k, ks, sg::float64), tensor(in.v, ks, sg::float64),
-                        lens_tensor(c));
+                        lens_tensor(c), nullptr, &weights);
   };
   // The same seed drawn by a Dropout of the same p over ones of the
   // weights' shape gives the multipliers (0 or 1 / (1 - p)) of every weight.
@@ -314,7 +318,7 @@ TEST_CASE("5.6 dropout drops the attention weights of shape B times heads by Q b
   {
     INFO("training: weights times the dropout mask");
     test_util::check_values<double>(out, qs, want.out, 1e-10, 1e-12);
-    test_util::check_values<double>(mha->attention_weights(), {2, 2, 3, 5}, want.weights, 1e-10, 1e-12);
+    test_util::check_values<double>(weights, {2, 2, 3, 5}, want.weights, 1e-10, 1e-12);
   }
   mha->eval();
   INFO("eval: no dropout");

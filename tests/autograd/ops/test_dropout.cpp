@@ -12,6 +12,7 @@
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/dropout.hpp"
 #include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
 #include "autograd/ops/unary.hpp"
 #include "autograd/tools/gradcheck.hpp"
 #include "core/random.hpp"
@@ -103,4 +104,40 @@ TEST_CASE("dropout's mask is the same on any thread count, and neighbours are in
   REQUIRE(y1.to_vector<double>() != y2.to_vector<double>());
   sg::backward(sg::sum(y1));
   REQUIRE(leaf.grad().to_vector<double>() == y1.to_vector<double>());  // dy/dx = mask / (1 - p) = y for x = 1
+}
+
+TEST_CASE("dropout given a key: the key the generator would draw gives its mask, cut by example", "[autograd][dropout]") {
+  const Tensor x = normal({6, 2, 3}, 142);
+  sg::Generator drawn(21), copy(21);
+  const uint64_t key = copy.next_u64();
+  const std::vector<double> whole = sg::dropout(x, 0.4, true, drawn).to_vector<double>();
+  REQUIRE(sg::dropout(x, 0.4, true, sg::DropoutKey{key}).to_vector<double>() == whole);
+  REQUIRE(drawn.next_u64() == copy.next_u64());  // the drawing overload took one number, as `copy` did
+  // Examples 2..4 alone: the whole batch's mask at their elements, forward and backward.
+  Tensor part = sg::clone(sg::slice(x, 0, 2, 5)).set_requires_grad();
+  const Tensor y = sg::dropout(part, 0.4, true, sg::DropoutKey{key, 2, 3});
+  const std::vector<double> want(whole.begin() + 2 * 6, whole.begin() + 5 * 6);
+  REQUIRE(y.to_vector<double>() == want);
+  sg::backward(sg::sum(y * part));  // dL/dpart = 2 * part * mask / (1 - p)
+  const std::vector<double> g = part.grad().to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(2 * want[i]).epsilon(1e-12));
+  int dropped = 0;
+  for (double v : want) dropped += v == 0;
+  REQUIRE(dropped > 0);
+  REQUIRE(dropped < static_cast<int>(want.size()));  // some kept, some dropped: a real comparison
+  check_gradient("dropout with a key", [key](const Inputs& in) { return sg::dropout(in[0], 0.4, true, sg::DropoutKey{key, 1, 2}); },
+                 {normal({4, 3}, 143)});
+  // Identity when not masking; bad places refused in every mode.
+  REQUIRE(sg::dropout(x, 0.4, false, sg::DropoutKey{key, 2, 3}).is_same(x));
+  REQUIRE(sg::dropout(x, 0.0, true, sg::DropoutKey{key, 2, 3}).is_same(x));
+  REQUIRE_THROWS_WITH(sg::dropout(x, 0.4, true, sg::DropoutKey{key, -1, 2}),
+                      Contains("dropout") && Contains("[-1, 1)") && Contains("not a micro-batch"));
+  REQUIRE_THROWS_WITH(sg::dropout(x, 0.4, false, sg::DropoutKey{key, 0, 0}), Contains("dropout") && Contains("[0, 0)"));
+  REQUIRE_THROWS_WITH(sg::dropout(x, 0.4, true, sg::DropoutKey{key, 0, 4}),
+                      Contains("dropout") && Contains("4 examples") && Contains("(6, 2, 3)"));
+  // A scalar is one example: example 3 of the batch.
+  REQUIRE_THROWS_WITH(sg::dropout(sg::scalar(1.0), 0.4, true, sg::DropoutKey{key, 0, 2}), Contains("2 examples"));
+  const std::vector<double> row = sg::dropout(sg::ones({6}), 0.4, true, sg::DropoutKey{key}).to_vector<double>();
+  REQUIRE(sg::dropout(sg::scalar(1.0), 0.4, true, sg::DropoutKey{key, 3, 1}).item<double>() == row[3]);
+  REQUIRE_THROWS_WITH(sg::dropout(x, 1.0, true, sg::DropoutKey{key}), Contains("dropout: p must be in [0, 1), got 1"));
 }

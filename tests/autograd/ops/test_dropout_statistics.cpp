@@ -155,7 +155,7 @@ TEST_CASE("dropout's masks of consecutive calls and of adjacent seeds are indepe
 }
 
 TEST_CASE("dropout's coins past element 2^32 (a micro-batch far into a batch) are their own", "[autograd][dropout]") {
-  // Under a DropoutShard, examples [first, first + count) count their
+  // Given a DropoutKey, examples [first, first + count) count their
   // elements from first x the elements per example: with 2^16 elements per
   // example, example 2^16 starts at index 2^32, where the hash's counter
   // (32 bits) wraps and the index's high half selects other round keys.
@@ -163,10 +163,10 @@ TEST_CASE("dropout's coins past element 2^32 (a micro-batch far into a batch) ar
   const double p = 0.5;
   const Tensor x = sg::ones({2, per});
   sg::Generator gen(3);
-  sg::DropoutKeys keys;  // all shards below: the same (first) call, so the same key
+  const uint64_t key = gen.next_u64();  // all micro-batches below: the same call's key
   auto shard_mask = [&](int64_t first, int64_t count) {
-    sg::DropoutShard shard(keys, first, count);
-    const std::vector<float> y = sg::dropout(sg::slice(x, 0, 0, count), p, true, gen).to_vector<float>();
+    const std::vector<float> y =
+        sg::dropout(sg::slice(x, 0, 0, count), p, true, sg::DropoutKey{key, first, count}).to_vector<float>();
     std::vector<uint8_t> kept(y.size());
     for (size_t i = 0; i < y.size(); ++i) kept[i] = y[i] != 0.0f;
     return kept;
