@@ -7,8 +7,11 @@
 // core/kernels/  graph-free kernels (sg::kernel): elementwise, reductions, softmax, layout, GEMM
 // autograd/      the engine: graph nodes, backward, gradcheck, to_dot, anomaly mode, profiler
 // autograd/ops/  the differentiable ops (sg), one file per family, backward under forward
-// nn/            layers, losses, optimizers, checkpoints (sg::nn, sg::optim); plot.hpp and
-//                encoder_training.hpp are included on their own
+// nn/            layers and losses (sg::nn)
+// optim/         optimizers and learning-rate schedules (sg::optim)
+// checkpoint/    safetensors files and training checkpoints (sg::checkpoint)
+// parallel/      data-parallel steps on threads (sg::parallel)
+// study/ (the positions study, library smallgrad::study) is included on its own
 #include "core/tensor.hpp"
 #include "core/kernels.hpp"
 #include "core/kernels/gemm.hpp"
@@ -28,6 +31,7 @@
 #include "nn/positional.hpp"
 #include "nn/transformer.hpp"
 #include "nn/loss.hpp"
-#include "nn/optim.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/data_parallel.hpp"
+#include "optim/optim.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "parallel/data_parallel.hpp"

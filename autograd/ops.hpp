@@ -133,7 +133,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 // number from gen per call; the mask is the same on any thread count.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 Tensor dropout(const Tensor& x, double p, bool training);  // default generator
-// Dropout in a data-parallel step (nn/data_parallel.hpp), where one batch
+// Dropout in a data-parallel step (parallel/data_parallel.hpp), where one batch
 // runs as micro-batches on several threads. While a DropoutShard lives on a
 // thread, dropout there takes x's leading axis as examples [first, first +
 // count) of the whole batch (count must divide it), and its keys from

@@ -13,12 +13,12 @@
 //   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
 //   train_encoder --report out/compare  rewrite a folder's report.html from its files
 //
-// The tasks and the training loop are in nn/encoder_training.hpp.
+// The tasks and the training loop are in study/encoder_training.hpp.
 //
 // Every output is staged and moved into place only when the run (or the
 // whole comparison) completes; a failed or interrupted run leaves the output
 // folder as it found it (examples/cli.hpp).
-#include "nn/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,15 +36,15 @@
 #include <sstream>
 
 #include "cli11.hpp"
-#include "nn/encoder_training.hpp"
-#include "nn/plot.hpp"
-#include "nn/position_properties.hpp"
-#include "nn/report.hpp"
+#include "study/encoder_training.hpp"
+#include "study/plot.hpp"
+#include "study/position_properties.hpp"
+#include "study/report.hpp"
 
 namespace {
 
-using sg::training::Config;
-using sg::training::Result;
+using sg::study::Config;
+using sg::study::Result;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -83,8 +83,8 @@ std::string flag_of(const std::string& key) {
 }
 
 // The config as checkpoint metadata, and back: a saved model can be rebuilt.
-sg::nn::Metadata to_metadata(const Config& c) {
-  sg::nn::Metadata m = {{"task", c.task},
+sg::checkpoint::Metadata to_metadata(const Config& c) {
+  sg::checkpoint::Metadata m = {{"task", c.task},
                         {"positional", sg::nn::positional_name(c.positional)},
                         {"relative_values", c.relative_values ? "1" : "0"},
                         {"pre_norm", c.pre_norm ? "1" : "0"},
@@ -97,7 +97,7 @@ sg::nn::Metadata to_metadata(const Config& c) {
 // Every value is checked as the flags are: whole numbers in the flags'
 // bounds (blocks may be 0: older versions wrote such models), names from the
 // known sets, lengths consistent with each other.
-Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
+Config from_metadata(const sg::checkpoint::Metadata& m, const std::string& path) {
   auto bad = [&](const std::string& key, const std::string& value, const std::string& why) -> std::runtime_error {
     return std::runtime_error("checkpoint '" + path + "': metadata '" + key + "' is \"" + value + "\": " + why);
   };
@@ -125,7 +125,7 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
   };
   Config c;
   c.task = get("task");
-  const auto& tasks = sg::training::task_names();
+  const auto& tasks = sg::study::task_names();
   if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end())
     throw bad("task", c.task, "not a task of this program (shift, sort, reverse, count, tally, recall)");
   try {
@@ -145,7 +145,7 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
   const auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), c.seed);
   if (seed.empty() || p != seed.data() + seed.size() || ec != std::errc()) throw bad("seed", seed, "not a seed");
   try {
-    sg::training::check_config(c);
+    sg::study::check_config(c);
   } catch (const sg::Error& e) {
     throw std::runtime_error("checkpoint '" + path + "': inconsistent metadata: " + e.what());
   }
@@ -153,7 +153,7 @@ Config from_metadata(const sg::nn::Metadata& m, const std::string& path) {
 }
 
 // One live line on a terminal (rewritten in place), a line per report otherwise.
-sg::training::Progress progress_line(const std::string& label) {
+sg::study::Progress progress_line(const std::string& label) {
   const bool tty = isatty(2);
   return [label, tty](int64_t step, int64_t steps, double loss, double acc, double tps, double left) {
     std::fprintf(stderr, "%s%s step %lld/%lld  loss %.4f  acc %.3f  %.0f tokens/s  %.0f s left%s",
@@ -193,7 +193,7 @@ std::string settings_md(const Config& c, const std::vector<std::pair<std::string
 
 // d2l's show_heatmaps: every head (columns) of every block (rows) over the
 // longest example sequence, at the last recorded step, its tokens on the axes.
-std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c, const std::string& title) {
+std::string heads_svg(const sg::study::AttentionRecord& rec, const Config& c, const std::string& title) {
   if (rec.snapshots.empty()) sg::fail("train_encoder: no attention was recorded to plot");
   const auto& snap = rec.snapshots.back();
   const int64_t T = rec.examples.ids.shape()[1];
@@ -209,56 +209,56 @@ std::string heads_svg(const sg::training::AttentionRecord& rec, const Config& c,
       for (int64_t q = 0; q < len; ++q)
         for (int64_t k = 0; k < len; ++k)
           rows[static_cast<size_t>(q)].push_back(snap.blocks[b][static_cast<size_t>(((seq * c.heads + h) * T + q) * T + k)]);
-      sg::plot::HeatmapOptions ho;
+      sg::study::plot::HeatmapOptions ho;
       ho.title = "block " + std::to_string(b) + ", head " + std::to_string(h);
       ho.xlabel = "key token";
       ho.ylabel = "query token";
       ho.colorbar_label = "attention weight";
       ho.xticklabels = ho.yticklabels = tokens;
       ho.width = 300, ho.height = 270;
-      maps.push_back(sg::plot::heatmap_svg(rows, ho));
+      maps.push_back(sg::study::plot::heatmap_svg(rows, ho));
     }
-  return sg::plot::grid_svg(maps, static_cast<int>(std::min<int64_t>(c.heads, 4)),
+  return sg::study::plot::grid_svg(maps, static_cast<int>(std::min<int64_t>(c.heads, 4)),
                             title + ": attention at step " + std::to_string(snap.step) + ", sequence " +
                                 std::to_string(seq) + " (length " + std::to_string(len) + ")");
 }
 
 // The similarity of an encoding's position vectors (position_properties.hpp);
 // none has none to show (positions.md says so).
-std::string positions_heatmap(const sg::training::PositionView& v, const Config& c) {
-  sg::plot::HeatmapOptions ho;
+std::string positions_heatmap(const sg::study::PositionView& v, const Config& c) {
+  sg::study::plot::HeatmapOptions ho;
   ho.title = v.what;
   ho.xlabel = "position j";
   ho.ylabel = "position i";
   ho.colorbar_label = c.positional == sg::nn::Positional::relative ? "cosine similarity to offset 0" : "cosine similarity";
   ho.width = 330, ho.height = 300;
-  return sg::plot::heatmap_svg(v.similarity, ho);
+  return sg::study::plot::heatmap_svg(v.similarity, ho);
 }
 
 // A single run's curves: the loss of every step with the evaluations' and
 // the accuracies, side by side (as d2l's Animator shows them).
 std::string run_curves_svg(const Result& r, const std::string& title) {
-  sg::plot::Series step_loss{"training batch", {0.0}, {r.curve.at(0).loss}};
+  sg::study::plot::Series step_loss{"training batch", {0.0}, {r.curve.at(0).loss}};
   for (size_t i = 0; i < r.step_loss.size(); ++i)
     step_loss.x.push_back(static_cast<double>(i + 1)), step_loss.y.push_back(r.step_loss[i]);
-  sg::plot::Series train{"training batch", {}, {}}, eval{"evaluation set", {}, {}};
+  sg::study::plot::Series train{"training batch", {}, {}}, eval{"evaluation set", {}, {}};
   for (const auto& p : r.curve) {
     train.x.push_back(static_cast<double>(p.step)), train.y.push_back(p.train_acc);
     eval.x.push_back(static_cast<double>(p.step)), eval.y.push_back(p.eval_acc);
   }
-  sg::plot::LineOptions lo;
+  sg::study::plot::LineOptions lo;
   lo.title = "loss";
   lo.xlabel = "step";
   lo.ylabel = "cross-entropy (training batch)";
   lo.width = 420;
   lo.legend = false;  // one line, named by its axis
-  const std::string loss = sg::plot::line_svg({step_loss}, lo);
+  const std::string loss = sg::study::plot::line_svg({step_loss}, lo);
   lo.legend = true;
   lo.width = 520;
   lo.title = "accuracy";
   lo.ylabel = "accuracy (training lengths)";
   lo.has_ymin = lo.has_ymax = true;
-  return sg::plot::grid_svg({loss, sg::plot::line_svg({train, eval}, lo)}, 2, title);
+  return sg::study::plot::grid_svg({loss, sg::study::plot::line_svg({train, eval}, lo)}, 2, title);
 }
 
 std::string curve_csv(const Result& r) {
@@ -283,12 +283,12 @@ int run_one(Config c, const std::string& out_root) {
   out.write("settings.md", settings_md(c, {{"task", c.task}, {"positional", sg::nn::positional_name(c.positional)},
                                            {"--seed", std::to_string(c.seed)}}));
   sg::manual_seed(c.seed);
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   std::cout << "training " << name << ": " << model.parameter_count() << " parameters, "
             << (sg::automatic_threads_in_use() ? "automatic threads (now " + std::to_string(sg::num_threads()) + ")"
                                                 : std::to_string(sg::num_threads()) + " threads")
-            << (sg::training::data_parallel_threads(c) > 1 ? " (data-parallel steps)" : "") << ", lengths " << c.min_len << ".." << c.max_len << "\n";
-  const Result r = sg::training::train(model, c, progress_line(name), &examples::g_stop);
+            << (sg::study::data_parallel_threads(c) > 1 ? " (data-parallel steps)" : "") << ", lengths " << c.min_len << ".." << c.max_len << "\n";
+  const Result r = sg::study::train(model, c, progress_line(name), &examples::g_stop);
   const std::string title = c.task + ", " + sg::nn::positional_name(c.positional) + (c.causal ? ", causal" : "") +
                             ", seed " + std::to_string(c.seed);
   out.write("results.md", "| task | positional | seed | accuracy, training lengths " + std::to_string(c.min_len) + "-" +
@@ -304,14 +304,14 @@ int run_one(Config c, const std::string& out_root) {
   out.write("curve.csv", curve_csv(r));
   out.write("curve.svg", run_curves_svg(r, title));
   out.write("attention.svg", heads_svg(r.attention, c, title));
-  out.write("attention.json", sg::report::attention_json(
+  out.write("attention.json", sg::study::report::attention_json(
                                   {{c.task, sg::nn::positional_name(c.positional), c.seed, c.heads, r.attention}}));
-  const sg::training::PositionView view = sg::training::view_positions(model, c, r.acc_longer);
-  out.write("positions.md", sg::training::properties_table({{c.task, view}}));
+  const sg::study::PositionView view = sg::study::view_positions(model, c, r.acc_longer);
+  out.write("positions.md", sg::study::properties_table({{c.task, view}}));
   if (!view.similarity.empty()) out.write("positions.svg", positions_heatmap(view, c));
-  sg::nn::save_checkpoint(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
+  sg::checkpoint::save(out.stage("checkpoint.safetensors"), model, nullptr, to_metadata(c));
   out.commit();
-  const std::string report = sg::report::write_report(out.dir(), "train_encoder: " + title);
+  const std::string report = sg::study::report::write_report(out.dir(), "train_encoder: " + title);
   std::cout << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
             << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer)
             << ", on their positions past the training length (" << c.max_len + 1 << ".." << c.eval_max_len << ") "
@@ -325,14 +325,14 @@ int run_one(Config c, const std::string& out_root) {
 }
 
 int evaluate_checkpoint(const std::string& path) {
-  const sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
+  const sg::checkpoint::SafetensorsFile file = sg::checkpoint::load_safetensors(path);
   const Config c = from_metadata(file.metadata, path);
-  sg::training::Model model(c);
-  sg::nn::load_checkpoint(path, model);
-  const double a = sg::training::evaluate(model, sg::training::make_eval_set(c, c.min_len, c.max_len, 1));
-  const sg::training::EvalSet longer = sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
-  const double b = sg::training::evaluate(model, longer);
-  const double past = sg::training::evaluate_positions(model, longer).from(c.max_len);
+  sg::study::Model model(c);
+  sg::checkpoint::load(path, model);
+  const double a = sg::study::evaluate(model, sg::study::make_eval_set(c, c.min_len, c.max_len, 1));
+  const sg::study::EvalSet longer = sg::study::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
+  const double b = sg::study::evaluate(model, longer);
+  const double past = sg::study::evaluate_positions(model, longer).from(c.max_len);
   std::cout << path << ": task " << c.task << ", positional " << sg::nn::positional_name(c.positional)
             << (c.causal ? ", causal mask" : "") << "\naccuracy on training lengths " << fmt("%.3f", a)
             << ", on longer lengths " << fmt("%.3f", b) << ", on their positions past the training length ("
@@ -424,7 +424,7 @@ struct CompareJob {
   std::string label;
   bool keep_model = false;  // the first seed of each task and encoding: its positions are drawn
   Result r;
-  std::unique_ptr<sg::training::Model> model;  // built before training; kept after it if keep_model
+  std::unique_ptr<sg::study::Model> model;  // built before training; kept after it if keep_model
 };
 
 // Runs the trainings side by side, each on one thread of its own
@@ -444,7 +444,7 @@ void run_side_by_side(const std::vector<CompareJob*>& jobs) {
   std::vector<int64_t> steps;
   for (CompareJob* job : jobs) {
     sg::manual_seed(job->c.seed);
-    job->model = std::make_unique<sg::training::Model>(job->c);
+    job->model = std::make_unique<sg::study::Model>(job->c);
     use_generator_for_dropout(*job->model, std::make_shared<sg::Generator>(sg::default_generator()));
     steps.push_back(job->c.steps);
   }
@@ -464,7 +464,7 @@ void run_side_by_side(const std::vector<CompareJob*>& jobs) {
       const int64_t k = static_cast<int64_t>(i) + 1;
       try {
         progress.at(k, job.label, 0);
-        job.r = sg::training::train(
+        job.r = sg::study::train(
             *job.model, job.c,
             [&](int64_t step, int64_t, double, double, double, double) {
               if (failed) sg::fail("stopped: another run failed");
@@ -546,8 +546,8 @@ std::string write_study(CompareStudy& study) {
   const int64_t seeds = study.seeds;
   examples::Outputs& out = *study.out;
   std::vector<CompareJob>& jobs = study.jobs;
-  std::vector<sg::report::RunAttention> recorded;
-  std::vector<std::pair<std::string, sg::training::PositionView>> views;
+  std::vector<sg::study::report::RunAttention> recorded;
+  std::vector<std::pair<std::string, sg::study::PositionView>> views;
   std::ostringstream csv;
   csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds,acc_past_train\n";
   std::ostringstream by_position_csv;  // accuracy at each position of the longer sequences
@@ -561,13 +561,13 @@ std::string write_study(CompareStudy& study) {
   std::vector<std::pair<std::string, std::string>> plots;  // (file name, SVG)
   size_t run = 0;
   for (const std::string& task : tasks) {
-    std::vector<sg::plot::Series> curves, by_position;
+    std::vector<sg::study::plot::Series> curves, by_position;
     std::vector<std::string> position_maps;
     for (sg::nn::Positional kind : kinds) {
       std::vector<double> acc, longer, past_train, secs, reached;
       // The mean over seeds, with a band from the lowest to the highest seed.
-      sg::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
-      sg::plot::Series mean_by_position{sg::nn::positional_name(kind), {}, {}};
+      sg::study::plot::Series mean_curve{sg::nn::positional_name(kind), {}, {}};
+      sg::study::plot::Series mean_by_position{sg::nn::positional_name(kind), {}, {}};
       for (int64_t s = 0; s < seeds; ++s) {
         const CompareJob& job = jobs[run++];
         const Config& c = job.c;
@@ -604,7 +604,7 @@ std::string write_study(CompareStudy& study) {
           plots.emplace_back("attention_" + task + "_" + sg::nn::positional_name(kind) + ".svg",
                              heads_svg(r.attention, c, task + ", " + sg::nn::positional_name(kind) + mask +
                                                            ", seed " + std::to_string(c.seed)));
-          views.emplace_back(task, sg::training::view_positions(*job.model, c, r.acc_longer));
+          views.emplace_back(task, sg::study::view_positions(*job.model, c, r.acc_longer));
           if (!views.back().second.similarity.empty()) position_maps.push_back(positions_heatmap(views.back().second, c));
         }
       }
@@ -623,35 +623,35 @@ std::string write_study(CompareStudy& study) {
     }
     const std::string over_seeds =
         seeds > 1 ? " (mean of " + std::to_string(seeds) + " seeds; band: lowest to highest)" : " (1 seed)";
-    sg::plot::LineOptions lo;
+    sg::study::plot::LineOptions lo;
     lo.title = "task: " + task + mask + over_seeds;
     lo.xlabel = "step";
     lo.ylabel = "accuracy (training lengths)";
     lo.has_ymin = lo.has_ymax = true;
     lo.width = 720, lo.height = 320;
-    plots.emplace_back("curves_" + task + ".svg", sg::plot::line_svg(curves, lo));
-    sg::plot::LineOptions po = lo;
+    plots.emplace_back("curves_" + task + ".svg", sg::study::plot::line_svg(curves, lo));
+    sg::study::plot::LineOptions po = lo;
     po.title = task + mask + ": accuracy per position, lengths " + std::to_string(base.eval_min_len) + "-" +
                std::to_string(base.eval_max_len) + " (trained on " + std::to_string(base.min_len) + "-" +
                std::to_string(base.max_len) + "; " +
                (seeds > 1 ? std::to_string(seeds) + " seeds, band: lowest to highest)" : "1 seed)");
     po.xlabel = "position";
     po.ylabel = "accuracy at the position";
-    plots.emplace_back("accuracy_by_position_" + task + ".svg", sg::plot::line_svg(by_position, po));
+    plots.emplace_back("accuracy_by_position_" + task + ".svg", sg::study::plot::line_svg(by_position, po));
     if (!position_maps.empty())
       plots.emplace_back("positions_" + task + ".svg",
-                         sg::plot::grid_svg(position_maps, 3, "positions after training on " + task + mask +
+                         sg::study::plot::grid_svg(position_maps, 3, "positions after training on " + task + mask +
                                                                   ": similarity of position i and position j"));
   }
   for (const auto& [name, svg] : plots) out.write(name, svg);
   out.write("results.csv", csv.str());
   out.write("accuracy_by_position.csv", by_position_csv.str());
   out.write("results.md", table.str());
-  out.write("attention.json", sg::report::attention_json(recorded));
-  out.write("positions.md", sg::training::properties_table(views));
+  out.write("attention.json", sg::study::report::attention_json(recorded));
+  out.write("positions.md", sg::study::properties_table(views));
   out.commit();
   const std::string report =
-      sg::report::write_report(out.dir(), base.causal ? "train_encoder --compare, with the causal mask" : "train_encoder --compare");
+      sg::study::report::write_report(out.dir(), base.causal ? "train_encoder --compare, with the causal mask" : "train_encoder --compare");
   std::cout << "\n" << (base.causal ? "with the causal mask:\n" : "") << table.str()
             << "\n(mean ± standard deviation over " << seeds << (seeds == 1 ? " seed, " : " seeds, ") << base.steps
             << " steps each)\nwrote " << out.dir()
@@ -679,7 +679,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> positionals = {"none", "sinusoidal", "learned", "relative", "rotary"};
   // The causal study adds ALiBi, which the papers on causal models compare.
   std::vector<std::string> causal_positionals = {"none", "sinusoidal", "learned", "relative", "rotary", "alibi"};
-  std::vector<std::string> causal_tasks = sg::training::causal_task_names();
+  std::vector<std::string> causal_tasks = sg::study::causal_task_names();
   std::vector<std::string> studies = {"encoder", "causal"};
   int64_t seeds = 3, seed = 0;
   // The causal study trains shorter by default, to keep the whole --compare
@@ -708,7 +708,7 @@ int main(int argc, char** argv) {
       ->check(examples::folder());
   CLI::Option* task_opt = app.add_option("--task", c.task, "one run: shift, sort, reverse, count, tally or recall "
                                                            "(with --causal: shift, tally or recall)")
-                              ->check(CLI::IsMember(sg::training::task_names()));
+                              ->check(CLI::IsMember(sg::study::task_names()));
   CLI::Option* positional_opt =
       app.add_option("--positional", positional, "one run: none, sinusoidal, learned, relative, rotary or alibi")
           ->check(CLI::IsMember(kinds));
@@ -717,7 +717,7 @@ int main(int argc, char** argv) {
                                          "tokens before it only");
   CLI::Option* tasks_opt = app.add_option("--tasks", tasks, "--compare: tasks, comma-separated")
                                ->delimiter(',')
-                               ->check(CLI::IsMember(sg::training::task_names()));
+                               ->check(CLI::IsMember(sg::study::task_names()));
   CLI::Option* positionals_opt =
       app.add_option("--positionals", positionals,
                      "--compare: encodings, comma-separated, for both studies (default: the first five for the "
@@ -727,7 +727,7 @@ int main(int argc, char** argv) {
   CLI::Option* causal_tasks_opt =
       app.add_option("--causal-tasks", causal_tasks, "--compare: tasks of the causal study, comma-separated")
           ->delimiter(',')
-          ->check(CLI::IsMember(sg::training::causal_task_names()));
+          ->check(CLI::IsMember(sg::study::causal_task_names()));
   CLI::Option* studies_opt =
       app.add_option("--studies", studies,
                      "--compare: encoder (no mask, --tasks), causal (the causal mask, --causal-tasks) or both")
@@ -790,7 +790,7 @@ int main(int argc, char** argv) {
     examples::apply_threads(threads);
     if (!load.empty()) return evaluate_checkpoint(load);
     if (!report_dir.empty()) {
-      const std::string path = sg::report::write_report(
+      const std::string path = sg::study::report::write_report(
           report_dir, "train_encoder: " + std::filesystem::absolute(report_dir).lexically_normal().filename().string());
       std::cout << "report: " << path << "  (open it in a browser: " << file_url(path) << ")\n";
       return 0;
@@ -848,8 +848,8 @@ int main(int argc, char** argv) {
             probe.task = t;
             probe.positional = sg::nn::parse_positional(k);
             probe.causal = st.causal;
-            sg::training::check_config(probe);
-            sg::training::Model model(probe);
+            sg::study::check_config(probe);
+            sg::study::Model model(probe);
           }
     } catch (const sg::Error& e) {
       std::string what = e.what();

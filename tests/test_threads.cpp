@@ -241,7 +241,7 @@ TEST_CASE("threads: checkpoint saves from several threads to one path never shar
   std::vector<std::string> errors(kThreads);
   run_threads(kThreads, [&](int t) {
     try {
-      for (int rep = 0; rep < 10; ++rep) sg::nn::save_checkpoint(path, *models[t]);
+      for (int rep = 0; rep < 10; ++rep) sg::checkpoint::save(path, *models[t]);
     } catch (const std::exception& e) {
       errors[t] = e.what();
     }
@@ -252,7 +252,7 @@ TEST_CASE("threads: checkpoint saves from several threads to one path never shar
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   CHECK(names == std::vector<std::string>{"model.safetensors"});
   sg::nn::Linear loaded(64, 64);
-  sg::nn::load_checkpoint(path, loaded);
+  sg::checkpoint::load(path, loaded);
   int matches = 0;
   for (int t = 0; t < kThreads; ++t) matches += same_bits(loaded.weight, models[t]->weight) && same_bits(loaded.bias, models[t]->bias);
   CHECK(matches == 1);

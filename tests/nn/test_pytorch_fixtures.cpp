@@ -25,8 +25,8 @@
 
 #include <smallgrad.hpp>
 
-#include "nn/checkpoint.hpp"
-#include "nn/optim.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "optim/optim.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
@@ -41,7 +41,7 @@ namespace {
 
 struct Fixture {
   std::string name;
-  sg::nn::SafetensorsFile file;
+  sg::checkpoint::SafetensorsFile file;
 
   const Tensor& at(const std::string& key) const {
     auto it = file.tensors.find(key);
@@ -74,7 +74,7 @@ struct Fixture {
 
 Fixture load_fixture(const std::string& name) {
   if (std::getenv("SMALLGRAD_FIXTURES_VERBOSE")) std::cout << name << "\n";
-  return {name, sg::nn::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/" + name + ".safetensors")};
+  return {name, sg::checkpoint::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/" + name + ".safetensors")};
 }
 
 struct Tolerance {

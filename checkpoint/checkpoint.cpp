@@ -1,14 +1,14 @@
 // Training checkpoints: a model, optionally its optimizer and a generator,
-// in one safetensors file (written and read by nn/safetensors.cpp).
+// in one safetensors file (written and read by checkpoint/safetensors.cpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <charconv>
 #include <string>
 
-#include "nn/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
-namespace sg::nn {
+namespace sg::checkpoint {
 
 namespace {
 const std::string kOptimizerPrefix = "optimizer.";
@@ -45,10 +45,10 @@ std::array<uint64_t, 4> decode_generator(const std::string& path, const std::str
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer,
-                     const Metadata& metadata, const Generator* generator) {
+void save(const std::string& path, const nn::Module& model, const optim::Optimizer* optimizer,
+          const Metadata& metadata, const Generator* generator) {
   const char* op = "save_checkpoint";
-  NamedTensors tensors = model.named_parameters();
+  nn::NamedTensors tensors = model.named_parameters();
   for (const auto& [name, t] : tensors)
     if (starts_with(name, kOptimizerPrefix))
       fail(op, ": '", path, "': model parameter '", name, "' starts with '", kOptimizerPrefix,
@@ -65,9 +65,9 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
   save_safetensors(path, tensors, meta);
 }
 
-Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer, Generator* generator) {
+Metadata load(const std::string& path, nn::Module& model, optim::Optimizer* optimizer, Generator* generator) {
   SafetensorsFile file = load_safetensors(path);
-  StateDict model_state, optimizer_state;
+  nn::StateDict model_state, optimizer_state;
   for (auto& [name, t] : file.tensors) {
     if (starts_with(name, kOptimizerPrefix))
       optimizer_state[name.substr(kOptimizerPrefix.size())] = t;
@@ -118,4 +118,4 @@ Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimize
   return file.metadata;
 }
 
-}  // namespace sg::nn
+}  // namespace sg::checkpoint

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "nn/position_properties.hpp"
+#include "study/position_properties.hpp"
 
 namespace {
-sg::training::Config config(sg::nn::Positional kind) {
-  sg::training::Config c;
+sg::study::Config config(sg::nn::Positional kind) {
+  sg::study::Config c;
   c.positional = kind;
   c.hidden = 16, c.heads = 2, c.ffn = 16, c.blocks = 1;
   return c;
@@ -18,8 +18,8 @@ sg::training::Config config(sg::nn::Positional kind) {
 TEST_CASE("sinusoidal positions: unique, consistent, bounded, deterministic", "[positions]") {
   const auto c = config(sg::nn::Positional::sinusoidal);
   sg::manual_seed(0);
-  const sg::training::Model m(c);
-  const auto v = sg::training::view_positions(m, c, 0.5);
+  const sg::study::Model m(c);
+  const auto v = sg::study::view_positions(m, c, 0.5);
   REQUIRE(v.similarity.size() == static_cast<size_t>(c.positions()));
   CHECK(v.similarity[3][3] == Approx(1.0));
   // P_i . P_j = sum_k cos((i - j) w_k) over the d/2 frequencies w_k = 10000^(-2k/d): norm d/2.
@@ -36,8 +36,8 @@ TEST_CASE("sinusoidal positions: unique, consistent, bounded, deterministic", "[
 TEST_CASE("learned positions: not deterministic, distances inconsistent, rows past training named", "[positions]") {
   const auto c = config(sg::nn::Positional::learned);
   sg::manual_seed(0);
-  const sg::training::Model m(c);
-  const auto v = sg::training::view_positions(m, c, 0.1);
+  const sg::study::Model m(c);
+  const auto v = sg::study::view_positions(m, c, 0.1);
   CHECK(v.deterministic.rfind("no", 0) == 0);
   CHECK(v.consistent.rfind("no", 0) == 0);
   CHECK(v.unique.rfind("yes", 0) == 0);  // random vectors in 16 dimensions differ
@@ -47,8 +47,8 @@ TEST_CASE("learned positions: not deterministic, distances inconsistent, rows pa
 TEST_CASE("rotary positions: the kernel is cos of the offset times each frequency, averaged", "[positions]") {
   const auto c = config(sg::nn::Positional::rotary);
   sg::manual_seed(0);
-  const sg::training::Model m(c);
-  const auto v = sg::training::view_positions(m, c, 1.0);
+  const sg::study::Model m(c);
+  const auto v = sg::study::view_positions(m, c, 1.0);
   const int dh = 8;  // hidden 16 / 2 heads
   for (int i : {0, 5})
     for (int j : {2, 9}) {
@@ -65,8 +65,8 @@ TEST_CASE("relative and none: no code per position", "[positions]") {
   for (auto kind : {sg::nn::Positional::relative, sg::nn::Positional::none}) {
     const auto c = config(kind);
     sg::manual_seed(0);
-    const sg::training::Model m(c);
-    const auto v = sg::training::view_positions(m, c, 0.2);
+    const sg::study::Model m(c);
+    const auto v = sg::study::view_positions(m, c, 0.2);
     CHECK(v.unique.rfind("no", 0) == 0);
     if (kind == sg::nn::Positional::none) {
       CHECK(v.similarity.empty());
@@ -79,10 +79,10 @@ TEST_CASE("relative and none: no code per position", "[positions]") {
 }
 
 TEST_CASE("properties_table: a header and one row per view", "[positions]") {
-  sg::training::PositionView v;
+  sg::study::PositionView v;
   v.encoding = "sinusoidal";
   v.unique = "yes", v.consistent = "yes", v.longer = "acc", v.bounded = "yes", v.deterministic = "yes";
-  const std::string t = sg::training::properties_table({{"shift", v}, {"sort", v}});
+  const std::string t = sg::study::properties_table({{"shift", v}, {"sort", v}});
   CHECK(t.find("| shift | sinusoidal | yes | yes | acc | yes | yes |\n") != std::string::npos);
   CHECK(t.find("| sort | sinusoidal |") != std::string::npos);
   CHECK(t.find("5. deterministic") != std::string::npos);

@@ -6,10 +6,10 @@
 // parameters' .grad, as one backward() of the whole batch would. The
 // optimizer then steps once, as usual.
 //
-//   sg::nn::DataParallel dp(model.parameters());    // sg::num_threads() workers
+//   sg::parallel::DataParallel dp(model.parameters());    // sg::num_threads() workers
 //   sg::ThreadCountGuard one_thread(1);              // the rest of the step on this thread
 //   opt.zero_grad();
-//   const double loss = dp.backward(batch, [&](const sg::nn::MicroBatch& m) {
+//   const double loss = dp.backward(batch, [&](const sg::parallel::MicroBatch& m) {
 //     const sg::Tensor logits = model.forward(sg::slice(ids, 0, m.first, m.first + m.count));
 //     // this micro-batch's share of the batch's mean loss
 //     return sg::cross_entropy(logits, sg::slice(labels, 0, m.first, m.first + m.count)) *
@@ -63,7 +63,7 @@ namespace sg {
 class DropoutKeys;  // autograd/ops.hpp
 }
 
-namespace sg::nn {
+namespace sg::parallel {
 
 // Examples [first, first + count) of the batch, the index-th of `of` micro-batches.
 struct MicroBatch {
@@ -132,4 +132,4 @@ class DataParallel {
   std::vector<std::exception_ptr> errors_;
 };
 
-}  // namespace sg::nn
+}  // namespace sg::parallel

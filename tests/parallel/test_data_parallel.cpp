@@ -1,4 +1,4 @@
-// Data-parallel steps (nn/data_parallel.hpp): the loss and gradients equal
+// Data-parallel steps (parallel/data_parallel.hpp): the loss and gradients equal
 // the whole batch's step in float64, on any thread count; the same thread
 // count gives the same bits; dropout masks are the whole batch's, cut by
 // example; errors leave .grad alone; train() with several threads follows
@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.hpp"
-#include "nn/encoder_training.hpp"
+#include "study/encoder_training.hpp"
 #include "test_util.hpp"
 
 using Catch::Contains;
@@ -17,8 +17,8 @@ using sg::Tensor;
 
 namespace {
 
-sg::training::Config small_config(double dropout) {
-  sg::training::Config c;
+sg::study::Config small_config(double dropout) {
+  sg::study::Config c;
   c.task = "sort";
   c.hidden = 16;
   c.heads = 2;
@@ -43,15 +43,15 @@ std::vector<std::vector<double>> grads_of(const sg::nn::Module& m) {
 }
 
 // One step of `model` on `b`: whole batch (threads 0) or data-parallel.
-StepResult step(sg::training::Model& model, const sg::training::Batch& b, int threads) {
+StepResult step(sg::study::Model& model, const sg::study::Batch& b, int threads) {
   model.zero_grad();
   sg::manual_seed(99);  // dropout draws its keys from the default generator
   StepResult r;
   if (threads == 0) {
-    r.loss = sg::training::forward_backward(model, b, nullptr, false).loss;
+    r.loss = sg::study::forward_backward(model, b, nullptr, false).loss;
   } else {
-    sg::nn::DataParallel dp(model.parameters(), threads);
-    r.loss = sg::training::forward_backward(model, b, &dp, false).loss;
+    sg::parallel::DataParallel dp(model.parameters(), threads);
+    r.loss = sg::study::forward_backward(model, b, &dp, false).loss;
   }
   r.grads = grads_of(model);
   r.next_draw = sg::default_generator().next_u64();
@@ -75,12 +75,12 @@ TEST_CASE("data-parallel: loss and gradients equal the whole batch's in float64 
           "[data_parallel]") {
   const double dropout = GENERATE(0.0, 0.3);
   INFO("dropout " << dropout);
-  const sg::training::Config c = small_config(dropout);
+  const sg::study::Config c = small_config(dropout);
   sg::manual_seed(1);
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   model.to(sg::float64);
   sg::Generator data(5);
-  const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, data);
+  const sg::study::Batch b = sg::study::make_batch(c, c.batch, c.min_len, c.max_len, data);
   const StepResult whole = step(model, b, 0);
   REQUIRE(whole.loss > 0.5);  // an untrained model's loss: a real comparison
   for (int threads : {1, 2, 3, 4, 7}) {
@@ -93,11 +93,11 @@ TEST_CASE("data-parallel: loss and gradients equal the whole batch's in float64 
 }
 
 TEST_CASE("data-parallel: two runs with the same seed and thread count give the same bits", "[data_parallel]") {
-  const sg::training::Config c = small_config(0.2);
+  const sg::study::Config c = small_config(0.2);
   sg::manual_seed(2);
-  sg::training::Model model(c);  // float32
+  sg::study::Model model(c);  // float32
   sg::Generator data(6);
-  const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, data);
+  const sg::study::Batch b = sg::study::make_batch(c, c.batch, c.min_len, c.max_len, data);
   for (int threads : {2, 3}) {
     const StepResult first = step(model, b, threads);
     for (int run = 0; run < 3; ++run) {
@@ -148,7 +148,7 @@ TEST_CASE("data-parallel: a micro-batch whose tensor does not split by example i
 
 TEST_CASE("data-parallel: micro-batches split the batch in order, larger first", "[data_parallel]") {
   Tensor w = sg::ones({1}).set_requires_grad();
-  sg::nn::DataParallel dp({w}, 3);
+  sg::parallel::DataParallel dp({w}, 3);
   const auto m = dp.split(8);
   REQUIRE(m.size() == 3);
   CHECK((m[0].first == 0 && m[0].count == 3));
@@ -156,16 +156,16 @@ TEST_CASE("data-parallel: micro-batches split the batch in order, larger first",
   CHECK((m[2].first == 6 && m[2].count == 2));
   CHECK(dp.split(2).size() == 2);  // never an empty micro-batch
   REQUIRE_THROWS_WITH(dp.split(0), Contains("batch of 0"));
-  REQUIRE_THROWS_WITH(sg::nn::DataParallel({w}, -1), Contains("DataParallel") && Contains("got -1"));
-  REQUIRE_THROWS_WITH(sg::nn::DataParallel({w * 2.0}, 2), Contains("parameter 0 is not a leaf"));
+  REQUIRE_THROWS_WITH(sg::parallel::DataParallel({w}, -1), Contains("DataParallel") && Contains("got -1"));
+  REQUIRE_THROWS_WITH(sg::parallel::DataParallel({w * 2.0}, 2), Contains("parameter 0 is not a leaf"));
 }
 
 TEST_CASE("data-parallel: each micro-batch runs its ops on one thread, on threads of its own", "[data_parallel]") {
   Tensor w = sg::ones({1}, sg::float64).set_requires_grad();
-  sg::nn::DataParallel dp({w}, 3);
+  sg::parallel::DataParallel dp({w}, 3);
   std::vector<int> counts(3, 0);
   std::vector<std::thread::id> ids(3);
-  const double loss = dp.backward(9, [&](const sg::nn::MicroBatch& m) {
+  const double loss = dp.backward(9, [&](const sg::parallel::MicroBatch& m) {
     counts[static_cast<size_t>(m.index)] = sg::num_threads();
     ids[static_cast<size_t>(m.index)] = std::this_thread::get_id();
     return sg::sum(w) * static_cast<double>(m.count);  // shares 3, 3, 3
@@ -180,21 +180,21 @@ TEST_CASE("data-parallel: each micro-batch runs its ops on one thread, on thread
 
 TEST_CASE("data-parallel: an error in any micro-batch is rethrown and no .grad changes", "[data_parallel]") {
   Tensor w = sg::ones({2}, sg::float64).set_requires_grad();
-  sg::nn::DataParallel dp({w}, 3);
-  dp.backward(3, [&](const sg::nn::MicroBatch&) { return sg::sum(w); });
+  sg::parallel::DataParallel dp({w}, 3);
+  dp.backward(3, [&](const sg::parallel::MicroBatch&) { return sg::sum(w); });
   const std::vector<double> before = w.grad().to_vector<double>();
   REQUIRE(before == std::vector<double>{3, 3});
   REQUIRE_THROWS_WITH(dp.backward(3,
-                                  [&](const sg::nn::MicroBatch& m) {
+                                  [&](const sg::parallel::MicroBatch& m) {
                                     if (m.index == 2) sg::fail("bad micro-batch ", m.index);
                                     return sg::sum(w);
                                   }),
                       Contains("bad micro-batch 2"));
-  REQUIRE_THROWS_WITH(dp.backward(3, [&](const sg::nn::MicroBatch&) { return w * 2.0; }),
+  REQUIRE_THROWS_WITH(dp.backward(3, [&](const sg::parallel::MicroBatch&) { return w * 2.0; }),
                       Contains("micro-batch 0") && Contains("not a scalar"));
   REQUIRE(w.grad().to_vector<double>() == before);
   // The workers survive an error: the next step works.
-  dp.backward(3, [&](const sg::nn::MicroBatch&) { return sg::sum(w); });
+  dp.backward(3, [&](const sg::parallel::MicroBatch&) { return sg::sum(w); });
   REQUIRE(w.grad().to_vector<double>() == std::vector<double>{6, 6});
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("data-parallel: an error in any micro-batch is rethrown and no .grad c
 // differences of the sum's order into visible ones (in float32 the curves
 // part in the third digit by step 60).
 TEST_CASE("data-parallel: train() on 2 threads follows the one-thread run's loss curve", "[data_parallel][training]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.task = "sort";
   c.positional = sg::nn::Positional::learned;
   c.steps = 60;
@@ -210,13 +210,13 @@ TEST_CASE("data-parallel: train() on 2 threads follows the one-thread run's loss
   c.dropout = 0.1;
   auto run = [&](int threads) {
     sg::ThreadCountGuard guard(threads);
-    REQUIRE(sg::training::data_parallel_threads(c) == (threads > 1 ? threads : 1));
+    REQUIRE(sg::study::data_parallel_threads(c) == (threads > 1 ? threads : 1));
     sg::manual_seed(c.seed);
-    sg::training::Model model(c);
+    sg::study::Model model(c);
     model.to(sg::float64);
-    return sg::training::train(model, c);
+    return sg::study::train(model, c);
   };
-  const sg::training::Result one = run(1), two = run(2), again = run(2);
+  const sg::study::Result one = run(1), two = run(2), again = run(2);
   REQUIRE(one.curve.size() == two.curve.size());
   for (size_t i = 0; i < one.curve.size(); ++i) {
     INFO("step " << one.curve[i].step);

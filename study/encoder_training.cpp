@@ -1,11 +1,11 @@
-// What nn/encoder_training.hpp declares.
-#include "nn/encoder_training.hpp"
+// What study/encoder_training.hpp declares.
+#include "study/encoder_training.hpp"
 
 #include "autograd/ops.hpp"
 #include "core/kernels.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 
-namespace sg::training {
+namespace sg::study {
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = {"shift", "sort", "reverse", "count", "tally", "recall"};
@@ -152,7 +152,7 @@ int64_t right_count(const sg::Tensor& logits, const sg::Tensor& labels) {
   return right;
 }
 
-sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::MicroBatch& m, int64_t labelled,
+sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::parallel::MicroBatch& m, int64_t labelled,
                             int64_t* right) {
   const int64_t end = m.first + m.count;
   const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
@@ -162,7 +162,7 @@ sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::Mi
   return sg::cross_entropy(logits, labels, kIgnore) * share;
 }
 
-StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataParallel* dp, bool count_right) {
+StepOutcome forward_backward(const Model& model, const Batch& b, sg::parallel::DataParallel* dp, bool count_right) {
   StepOutcome out;
   if (!dp) {
     const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
@@ -174,7 +174,7 @@ StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataPar
   }
   const int64_t batch = b.ids.shape()[0], labelled = labelled_count(b.labels);
   std::vector<int64_t> right(static_cast<size_t>(dp->threads()), 0);
-  out.loss = dp->backward(batch, [&](const sg::nn::MicroBatch& m) {
+  out.loss = dp->backward(batch, [&](const sg::parallel::MicroBatch& m) {
     return micro_batch_loss(model, b, m, labelled, count_right ? &right[static_cast<size_t>(m.index)] : nullptr);
   });
   for (int64_t r : right) out.right += r;
@@ -232,11 +232,11 @@ Result train(Model& model, const Config& c, const Progress& progress,
   model.train();
   const auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
-  std::unique_ptr<sg::nn::DataParallel> dp;
+  std::unique_ptr<sg::parallel::DataParallel> dp;
   if (const int threads = data_parallel_threads(c); threads > 1 && !step_fn)
-    dp = std::make_unique<sg::nn::DataParallel>(model.parameters(), threads);
+    dp = std::make_unique<sg::parallel::DataParallel>(model.parameters(), threads);
   // With data-parallel steps the workers are the parallelism: everything
-  // else runs on this thread (nn/data_parallel.hpp says why).
+  // else runs on this thread (parallel/data_parallel.hpp says why).
   std::optional<sg::ThreadCountGuard> one_thread;
   if (dp) one_thread.emplace(1);
   for (int64_t step = 1; step <= c.steps; ++step) {
@@ -274,4 +274,4 @@ Result train(Model& model, const Config& c, const Progress& progress,
   return r;
 }
 
-}  // namespace sg::training
+}  // namespace sg::study

@@ -17,21 +17,21 @@
 // Files older than settings.md are left out: they belong to an earlier run
 // that wrote into the same folder. The page needs no network: the figures
 // are inline SVG, the explorer a little plain JavaScript over inline JSON.
-// Compiled in the library (nn/report.cpp), like nn/plot.hpp.
+// Compiled in the library (study/report.cpp), like study/plot.hpp.
 #include <string>
 #include <vector>
 
-#include "nn/encoder_training.hpp"
-#include "nn/plot.hpp"
+#include "study/encoder_training.hpp"
+#include "study/plot.hpp"
 
-namespace sg::report {
+namespace sg::study::report {
 
 // The attention recorded in one training run, for attention_json.
 struct RunAttention {
   std::string task, encoding;
   uint64_t seed = 0;
   int64_t heads = 0;
-  sg::training::AttentionRecord record;
+  sg::study::AttentionRecord record;
 };
 
 // The runs' recorded attention as JSON (the explorer's data):
@@ -49,4 +49,4 @@ std::string build_report(const std::string& folder, const std::string& title);
 // Writes folder/report.html (whole or not at all) and returns its path.
 std::string write_report(const std::string& folder, const std::string& title);
 
-}  // namespace sg::report
+}  // namespace sg::study::report

@@ -1,4 +1,4 @@
-// safetensors files and training checkpoints (nn/checkpoint.hpp): round
+// safetensors files and training checkpoints (checkpoint/checkpoint.hpp): round
 // trips, hand-built files, every malformed-file error, failed saves that
 // must leave the old file alone, a resumed run that must match the
 // uninterrupted one bit for bit, and interop with PyTorch and NumPy
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 #include "nn/module.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 #include "test_util.hpp"
 
 using namespace sg;
@@ -129,10 +129,10 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes and every bit", "[
       {"empty.f32", zeros({0, 3})},
       {"empty.i64", zeros({0}, int64)},
   };
-  const nn::Metadata metadata = {{"epoch", "3"}, {"note", "unicode \xc3\xa9 and \"quotes\""}};
-  nn::save_safetensors(path, tensors, metadata);
+  const checkpoint::Metadata metadata = {{"epoch", "3"}, {"note", "unicode \xc3\xa9 and \"quotes\""}};
+  checkpoint::save_safetensors(path, tensors, metadata);
 
-  const nn::SafetensorsFile file = nn::load_safetensors(path);
+  const checkpoint::SafetensorsFile file = checkpoint::load_safetensors(path);
   CHECK(file.metadata == metadata);
   REQUIRE(file.tensors.size() == tensors.size());
   for (const auto& [name, t] : tensors) {
@@ -149,10 +149,10 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes and every bit", "[
   CHECK(dir.names() == std::vector<std::string>{"all.safetensors"});  // no temporary left
 
   // A StateDict saves the same way, and an empty file is valid.
-  nn::save_safetensors(path, nn::StateDict{{"a", ones({2})}});
-  CHECK(identical(nn::load_safetensors(path).tensors.at("a"), ones({2})));
-  nn::save_safetensors(path, nn::NamedTensors{});
-  CHECK(nn::load_safetensors(path).tensors.empty());
+  checkpoint::save_safetensors(path, nn::StateDict{{"a", ones({2})}});
+  CHECK(identical(checkpoint::load_safetensors(path).tensors.at("a"), ones({2})));
+  checkpoint::save_safetensors(path, nn::NamedTensors{});
+  CHECK(checkpoint::load_safetensors(path).tensors.empty());
 }
 
 TEST_CASE("load_safetensors reads a hand-built file", "[checkpoint]") {
@@ -166,8 +166,8 @@ TEST_CASE("load_safetensors reads a hand-built file", "[checkpoint]") {
   write_bytes(path, safetensors_bytes(header, bytes_of(std::vector<int64_t>{-9}) +
                                                   bytes_of(std::vector<double>{0.25, -1e300}) +
                                                   bytes_of(std::vector<float>{2.5f, -3.0f})));
-  const nn::SafetensorsFile f = nn::load_safetensors(path);
-  CHECK(f.metadata == nn::Metadata{{"k", "v"}});
+  const checkpoint::SafetensorsFile f = checkpoint::load_safetensors(path);
+  CHECK(f.metadata == checkpoint::Metadata{{"k", "v"}});
   CHECK(f.tensors.at("a").shape() == Shape{});
   CHECK(f.tensors.at("a").item<int64_t>() == -9);
   CHECK(f.tensors.at("b.x").dtype() == float64);
@@ -182,17 +182,17 @@ TEST_CASE("load_safetensors rejects malformed files, naming the file and the ten
   const std::string where = "load_safetensors: '" + path + "'";
   auto load_bytes = [&](const std::string& bytes) {
     write_bytes(path, bytes);
-    return nn::load_safetensors(path);
+    return checkpoint::load_safetensors(path);
   };
   const std::string w = R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})";
   const std::string data24(24, '\0');
   REQUIRE_NOTHROW(load_bytes(safetensors_bytes(w, data24)));
 
   SECTION("missing or truncated") {
-    REQUIRE_THROWS_WITH(nn::load_safetensors(dir.file("nope.safetensors")),
+    REQUIRE_THROWS_WITH(checkpoint::load_safetensors(dir.file("nope.safetensors")),
                         "load_safetensors: cannot open '" + dir.file("nope.safetensors") +
                             "': No such file or directory");
-    REQUIRE_THROWS_WITH(nn::load_safetensors(dir.path.string()),
+    REQUIRE_THROWS_WITH(checkpoint::load_safetensors(dir.path.string()),
                         "load_safetensors: '" + dir.path.string() + "' is a directory, not a safetensors file");
     REQUIRE_THROWS_WITH(load_bytes(std::string("\x10\0\0\0\0", 5)),
                         where + " is 5 bytes, too short for the 8-byte header length (truncated?)");
@@ -255,13 +255,13 @@ TEST_CASE("save_safetensors rejects bad names", "[checkpoint]") {
   TempDir dir;
   const std::string path = dir.file("x.safetensors");
   const std::string where = "save_safetensors: '" + path + "'";
-  REQUIRE_THROWS_WITH(nn::save_safetensors(path, nn::NamedTensors{{"a", ones({1})}, {"a", ones({2})}}),
+  REQUIRE_THROWS_WITH(checkpoint::save_safetensors(path, nn::NamedTensors{{"a", ones({1})}, {"a", ones({2})}}),
                       where + ": two tensors are named 'a'");
-  REQUIRE_THROWS_WITH(nn::save_safetensors(path, nn::NamedTensors{{"", ones({1})}}),
+  REQUIRE_THROWS_WITH(checkpoint::save_safetensors(path, nn::NamedTensors{{"", ones({1})}}),
                       where + ": a tensor has an empty name");
-  REQUIRE_THROWS_WITH(nn::save_safetensors(path, nn::NamedTensors{{"__metadata__", ones({1})}}),
+  REQUIRE_THROWS_WITH(checkpoint::save_safetensors(path, nn::NamedTensors{{"__metadata__", ones({1})}}),
                       where + ": '__metadata__' is reserved for the metadata, not a tensor name");
-  REQUIRE_THROWS_WITH(nn::save_safetensors(path, nn::NamedTensors{{"bad\xff", ones({1})}}),
+  REQUIRE_THROWS_WITH(checkpoint::save_safetensors(path, nn::NamedTensors{{"bad\xff", ones({1})}}),
                       Contains(where + ": a tensor name or metadata entry is not valid UTF-8"));
   CHECK(dir.names().empty());
 }
@@ -270,13 +270,13 @@ TEST_CASE("a failed save leaves the previous checkpoint byte-identical", "[check
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   TinyNet model(3, 4, 1);
-  nn::save_checkpoint(path, model);
+  checkpoint::save(path, model);
   const std::string before = read_bytes(path);
   REQUIRE(before.size() > 8);
 
   // Failing before anything is written: a duplicate name, a reserved metadata key.
-  REQUIRE_THROWS(nn::save_safetensors(path, nn::NamedTensors{{"a", ones({1})}, {"a", ones({1})}}));
-  REQUIRE_THROWS_WITH(nn::save_checkpoint(path, model, nullptr, {{"smallgrad.optimizer", "x"}}),
+  REQUIRE_THROWS(checkpoint::save_safetensors(path, nn::NamedTensors{{"a", ones({1})}, {"a", ones({1})}}));
+  REQUIRE_THROWS_WITH(checkpoint::save(path, model, nullptr, {{"smallgrad.optimizer", "x"}}),
                       "save_checkpoint: '" + path +
                           "': metadata key 'smallgrad.optimizer' starts with 'smallgrad.', which is reserved");
   CHECK(read_bytes(path) == before);
@@ -285,7 +285,7 @@ TEST_CASE("a failed save leaves the previous checkpoint byte-identical", "[check
   // (Tests run as root, so a read-only directory would not stop a write.)
   write_bytes(dir.file("plain_file"), "x");
   const std::string under_file = dir.file("plain_file") + "/model.safetensors";
-  REQUIRE_THROWS_WITH(nn::save_checkpoint(under_file, model),
+  REQUIRE_THROWS_WITH(checkpoint::save(under_file, model),
                       Contains("save_safetensors: cannot create '" + under_file + ".tmp-") &&
                           Contains("Not a directory"));
 
@@ -293,7 +293,7 @@ TEST_CASE("a failed save leaves the previous checkpoint byte-identical", "[check
   // written completely, then removed, and the directory is untouched.
   fs::create_directories(dir.path / "taken.safetensors");
   write_bytes(dir.file("taken.safetensors/inside"), "keep");
-  REQUIRE_THROWS_WITH(nn::save_checkpoint(dir.file("taken.safetensors"), model),
+  REQUIRE_THROWS_WITH(checkpoint::save(dir.file("taken.safetensors"), model),
                       Contains("save_safetensors: cannot rename '" + dir.file("taken.safetensors") + ".tmp-"));
   CHECK(read_bytes(dir.file("taken.safetensors/inside")) == "keep");
 
@@ -309,7 +309,7 @@ TEST_CASE("load_checkpoint on a mismatch names the tensor and leaves model and o
   TinyNet saved(3, 4, 1);
   optim::Adam saved_opt(saved.parameters(), {.lr = 0.01});
   train(saved, saved_opt, gen, 2);
-  nn::save_checkpoint(path, saved, &saved_opt, {{"epoch", "1"}}, &gen);
+  checkpoint::save(path, saved, &saved_opt, {{"epoch", "1"}}, &gen);
 
   TinyNet model(3, 4, 2);
   optim::Adam opt(model.parameters(), {.lr = 0.01});
@@ -328,7 +328,7 @@ TEST_CASE("load_checkpoint on a mismatch names the tensor and leaves model and o
   SECTION("a model of another shape") {
     TinyNet wide(3, 5, 3);
     const auto wide_before = snapshot(wide.state_dict());
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, wide),
+    REQUIRE_THROWS_WITH(checkpoint::load(path, wide),
                         where + ": load_state_dict: 'scale' has shape (4) in the state, (5) in the model");
     CHECK(snapshot(wide.state_dict()) == wide_before);
   }
@@ -336,7 +336,7 @@ TEST_CASE("load_checkpoint on a mismatch names the tensor and leaves model and o
     // An optimizer over two of the three parameters (scale, fc.weight, fc.bias).
     optim::Adam two({model.fc->weight, model.fc->bias}, {.lr = 0.01});
     const auto two_before = snapshot(two.state_dict());
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, model, &two),
+    REQUIRE_THROWS_WITH(checkpoint::load(path, model, &two),
                         where + ": Adam.load_state_dict: 'exp_avg.0' has shape (4) in the state, parameter 0 "
                                 "has shape (4, 3)");
     CHECK(snapshot(two.state_dict()) == two_before);
@@ -344,28 +344,28 @@ TEST_CASE("load_checkpoint on a mismatch names the tensor and leaves model and o
   }
   SECTION("another optimizer type") {
     optim::AdamW adamw(model.parameters(), {.lr = 0.01});
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, model, &adamw),
+    REQUIRE_THROWS_WITH(checkpoint::load(path, model, &adamw),
                         where + " holds Adam optimizer state, not AdamW");
     unchanged();
   }
   SECTION("a truncated checkpoint") {
     const std::string bytes = read_bytes(path);
     write_bytes(path, bytes.substr(0, bytes.size() - 1));
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, model, &opt, &model_gen),
+    REQUIRE_THROWS_WITH(checkpoint::load(path, model, &opt, &model_gen),
                         Contains("load_safetensors: '" + path + "': tensor '") &&
                             Contains("(is the file truncated?)"));
     unchanged();
   }
   SECTION("no optimizer or generator state in the file") {
-    nn::save_checkpoint(path, saved);
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, model, &opt),
+    checkpoint::save(path, saved);
+    REQUIRE_THROWS_WITH(checkpoint::load(path, model, &opt),
                         where + " holds no optimizer state (no 'optimizer.*' tensors)");
-    REQUIRE_THROWS_WITH(nn::load_checkpoint(path, model, nullptr, &model_gen),
+    REQUIRE_THROWS_WITH(checkpoint::load(path, model, nullptr, &model_gen),
                         where + " holds no generator state (no metadata 'smallgrad.generator')");
     unchanged();
   }
   SECTION("weights alone load without the optimizer") {
-    const nn::Metadata meta = nn::load_checkpoint(path, model);
+    const checkpoint::Metadata meta = checkpoint::load(path, model);
     CHECK(meta.at("epoch") == "1");
     CHECK(meta.at("smallgrad.optimizer") == "Adam");
     CHECK(snapshot(model.state_dict()) == snapshot(saved.state_dict()));
@@ -387,14 +387,14 @@ TEST_CASE("resuming from a checkpoint continues exactly as the uninterrupted run
     auto opt = make_opt(model.parameters());
     Generator gen(42);
     train(model, opt, gen, 4);
-    nn::save_checkpoint(path, model, &opt, {{"epoch", "1"}}, &gen);
+    checkpoint::save(path, model, &opt, {{"epoch", "1"}}, &gen);
     train(model, opt, gen, 4);
 
     // Resumed: another initialisation, optimizer and generator, all overwritten by the checkpoint.
     TinyNet resumed(3, 4, 99);
     auto resumed_opt = make_opt(resumed.parameters());
     Generator resumed_gen(7);
-    const nn::Metadata meta = nn::load_checkpoint(path, resumed, &resumed_opt, &resumed_gen);
+    const checkpoint::Metadata meta = checkpoint::load(path, resumed, &resumed_opt, &resumed_gen);
     CHECK(meta.at("epoch") == "1");
     CHECK(resumed_opt.step_count() == 4);
     train(resumed, resumed_opt, resumed_gen, 4);
@@ -412,7 +412,7 @@ TEST_CASE("resuming from a checkpoint continues exactly as the uninterrupted run
 
 TEST_CASE("a checkpoint written from PyTorch loads with identical values", "[checkpoint]") {
   // tests/fixtures/make_checkpoint_fixture.py wrote this file with PyTorch.
-  const nn::SafetensorsFile f = nn::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/torch_checkpoint.safetensors");
+  const checkpoint::SafetensorsFile f = checkpoint::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/torch_checkpoint.safetensors");
   CHECK(f.metadata.at("format") == "pt");
   const nn::NamedTensors want = interop_tensors();
   REQUIRE(f.tensors.size() == want.size());
@@ -434,9 +434,9 @@ TEST_CASE("a checkpoint written here reads in Python with identical values", "[c
   tensors.emplace_back("thirds.f32", from_vector(thirds32, {5}));
   tensors.emplace_back("thirds.f64", from_vector(thirds64, {5}));
   const std::string path = (fs::temp_directory_path() / "smallgrad_cpp_checkpoint.safetensors").string();
-  nn::save_safetensors(path, tensors, {{"producer", "smallgrad tests/nn/test_checkpoint.cpp"}});
+  checkpoint::save_safetensors(path, tensors, {{"producer", "smallgrad tests/nn/test_checkpoint.cpp"}});
 
-  const nn::SafetensorsFile f = nn::load_safetensors(path);
+  const checkpoint::SafetensorsFile f = checkpoint::load_safetensors(path);
   for (const auto& [name, t] : tensors) {
     INFO(name);
     CHECK(identical(f.tensors.at(name), t));

@@ -1,7 +1,7 @@
 #pragma once
 // Training a tiny self-attention encoder on synthetic sequence tasks, shared
 // by examples/train_encoder.cpp, the benchmarks and the training tests;
-// compiled once, in the library (nn/encoder_training.cpp).
+// compiled once, in the library (study/encoder_training.cpp).
 //
 // Every batch is generated on the fly: sequences of random symbols with
 // random lengths, padded to the longest, with valid_lens masking the padding
@@ -22,7 +22,7 @@
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
-#include "nn/data_parallel.hpp"
+#include "parallel/data_parallel.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
 #include "nn/transformer.hpp"
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-namespace sg::training {
+namespace sg::study {
 
 inline constexpr int64_t kPad = 0;        // token 0 pads; symbols are 1 .. vocab-1
 inline constexpr int64_t kIgnore = -100;  // label of padded positions
@@ -190,7 +190,7 @@ double grad_norm(const sg::nn::Module& model, const std::string& prefix);
 // One step's forward and backward: gradients added into the parameters'
 // .grad, the batch's mean loss, and (with `count_right`) how many of its
 // labelled positions the model got right. With `dp` the batch runs as
-// data-parallel micro-batches (nn/data_parallel.hpp), each micro-batch's
+// data-parallel micro-batches (parallel/data_parallel.hpp), each micro-batch's
 // share of the mean loss its tokens' sum over the batch's token count;
 // without, as one graph.
 struct StepOutcome {
@@ -205,9 +205,9 @@ int64_t right_count(const sg::Tensor& logits, const sg::Tensor& labels);
 // batch's mean loss; with `right`, *right = how many of its labelled
 // positions the model got right. A distributed step computes its shard of
 // the batch with it too (examples/mpi/train_encoder_mpi.cpp).
-sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::nn::MicroBatch& m, int64_t labelled,
+sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::parallel::MicroBatch& m, int64_t labelled,
                             int64_t* right);
-StepOutcome forward_backward(const Model& model, const Batch& b, sg::nn::DataParallel* dp, bool count_right);
+StepOutcome forward_backward(const Model& model, const Batch& b, sg::parallel::DataParallel* dp, bool count_right);
 
 // Whether train() runs data-parallel steps: when more than one thread is in
 // force for the calling thread (sg::num_threads()) and the batch has more
@@ -233,4 +233,4 @@ using StepFn = std::function<StepOutcome(const Model& model, const Batch& batch,
 Result train(Model& model, const Config& c, const Progress& progress = nullptr,
              const std::atomic<bool>* stop = nullptr, const StepFn& step_fn = nullptr);
 
-}  // namespace sg::training
+}  // namespace sg::study

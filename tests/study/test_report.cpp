@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "nn/report.hpp"
+#include "study/report.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -30,8 +30,8 @@ size_t count(const std::string& s, const std::string& what) {
   return n;
 }
 
-sg::training::AttentionRecord tiny_record() {
-  sg::training::AttentionRecord r;
+sg::study::AttentionRecord tiny_record() {
+  sg::study::AttentionRecord r;
   r.examples.ids = sg::from_vector(std::vector<int64_t>{3, 5, 0}, {1, 3});
   r.examples.labels = sg::from_vector(std::vector<int64_t>{0, 3, -100}, {1, 3});
   r.examples.valid_lens = sg::from_vector(std::vector<int64_t>{2}, {1});
@@ -44,16 +44,16 @@ sg::training::AttentionRecord tiny_record() {
 }  // namespace
 
 TEST_CASE("attention_json writes tokens, lengths and every weight in thousandths", "[report]") {
-  const std::string j = sg::report::attention_json({{"shift", "rotary", 7, 2, tiny_record()}});
+  const std::string j = sg::study::report::attention_json({{"shift", "rotary", 7, 2, tiny_record()}});
   CHECK(j.find("\"scale\": 1000") != std::string::npos);
   CHECK(j.find("\"task\": \"shift\", \"encoding\": \"rotary\", \"seed\": 7, \"blocks\": 1, \"heads\": 2, \"T\": 3") !=
         std::string::npos);
   CHECK(j.find("\"tokens\": [3,5,0], \"labels\": [0,3,-100], \"valid_len\": 2") != std::string::npos);
   CHECK(j.find("[1000,0,0,0,1000,0,500,500,0,500,500,0,500,500,0,500,500,0]") != std::string::npos);
   CHECK(j.find("\"step\": 10") != std::string::npos);
-  sg::training::AttentionRecord bad = tiny_record();
+  sg::study::AttentionRecord bad = tiny_record();
   bad.snapshots[1].blocks[0].pop_back();
-  REQUIRE_THROWS_WITH(sg::report::attention_json({{"shift", "rotary", 7, 2, bad}}),
+  REQUIRE_THROWS_WITH(sg::study::report::attention_json({{"shift", "rotary", 7, 2, bad}}),
                       Catch::Contains("block 0 of step 10 has 17 weights"));
 }
 
@@ -67,8 +67,8 @@ TEST_CASE("the report shows every table, figure and data file of its folder, non
   f.put("results.csv", "task,accuracy\nshift,0.987\n");
   f.put("curves_shift.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><title>the curve</title></svg>\n");
   f.put("positions.md", "| task | encoding | 1. unique |\n|---|---|---|\n| shift | learned | yes |\n");
-  f.put("attention.json", sg::report::attention_json({{"shift", "rotary", 7, 2, tiny_record()}}));
-  const std::string html = sg::report::build_report(f.dir.string(), "a <test> run");
+  f.put("attention.json", sg::study::report::attention_json({{"shift", "rotary", 7, 2, tiny_record()}}));
+  const std::string html = sg::study::report::build_report(f.dir.string(), "a <test> run");
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("<title>a &lt;test&gt; run</title>") != std::string::npos);
   CHECK(html.find("<td>--steps</td><td>42</td>") != std::string::npos);
@@ -84,7 +84,7 @@ TEST_CASE("the report shows every table, figure and data file of its folder, non
   // Nothing from the network: no http(s) address anywhere but the SVG namespace.
   CHECK(count(html, "http") == count(html, "http://www.w3.org/2000/svg"));
   // Written whole, next to the files.
-  CHECK(sg::report::write_report(f.dir.string(), "t") == f.dir.string() + "/report.html");
+  CHECK(sg::study::report::write_report(f.dir.string(), "t") == f.dir.string() + "/report.html");
   CHECK(fs::file_size(f.dir / "report.html") > 1000);
-  REQUIRE_THROWS_WITH(sg::report::build_report((f.dir / "nope").string(), "t"), Catch::Contains("is not a folder"));
+  REQUIRE_THROWS_WITH(sg::study::report::build_report((f.dir / "nope").string(), "t"), Catch::Contains("is not a folder"));
 }

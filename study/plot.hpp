@@ -3,7 +3,7 @@
 // log), ticks, labels, bands and a legend beside the axes; heatmaps of square
 // cells with labelled rows and columns and a labelled colour bar; grids of
 // figures. In the look of Dive into Deep Learning's figures. Dependency-free and
-// part of the library (nn/plot.cpp), so examples and coursework can use it;
+// part of the library (study/plot.cpp), so examples and coursework can use it;
 // tests/nn/test_plot.cpp checks its output.
 
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sg::plot {
+namespace sg::study::plot {
 
 struct Series {
   std::string name;
@@ -119,4 +119,4 @@ std::string grid_svg(const std::vector<std::string>& figures, int columns, const
 // file at path, if any, is then left as it was.
 void write_file(const std::string& path, const std::string& contents);
 
-}  // namespace sg::plot
+}  // namespace sg::study::plot

@@ -1,4 +1,4 @@
-// Checkpoints lose nothing (nn/checkpoint.hpp), beyond what
+// Checkpoints lose nothing (checkpoint/checkpoint.hpp), beyond what
 // test_checkpoint.cpp covers:
 //   * a save that fails part-way (a full disk, simulated with RLIMIT_FSIZE in
 //     a forked child; a process killed mid-write; a temporary that cannot be
@@ -126,13 +126,13 @@ TEST_CASE("a save that runs out of space leaves the previous checkpoint byte-ide
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   Run old_run(1);
-  nn::save_checkpoint(path, old_run.model, &old_run.opt, {{"epoch", "1"}}, &old_run.gen);
+  checkpoint::save(path, old_run.model, &old_run.opt, {{"epoch", "1"}}, &old_run.gen);
   const std::string before = read_bytes(path);
 
   Run new_run(2);
   // The new checkpoint's size (written elsewhere): the limits below cut it
   // in the header, in the data, and one byte before its end.
-  nn::save_checkpoint(dir.file("sizing.safetensors"), new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
+  checkpoint::save(dir.file("sizing.safetensors"), new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
   const rlim_t full = read_bytes(dir.file("sizing.safetensors")).size();
   fs::remove(dir.file("sizing.safetensors"));
 
@@ -146,7 +146,7 @@ TEST_CASE("a save that runs out of space leaves the previous checkpoint byte-ide
           ::signal(SIGXFSZ, SIG_IGN);
           if (!limit_file_size(limit)) return 3;
           try {
-            nn::save_checkpoint(path, new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
+            checkpoint::save(path, new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
           } catch (const Error& e) {
             send(fd, e.what());
             return 0;
@@ -164,13 +164,13 @@ TEST_CASE("a save that runs out of space leaves the previous checkpoint byte-ide
 
   // The old checkpoint still loads completely.
   Run loaded(3);
-  CHECK(nn::load_checkpoint(path, loaded.model, &loaded.opt, &loaded.gen).at("epoch") == "1");
+  CHECK(checkpoint::load(path, loaded.model, &loaded.opt, &loaded.gen).at("epoch") == "1");
   CHECK(snapshot(loaded.model.state_dict()) == old_run.model_before);
   CHECK(snapshot(loaded.opt.state_dict()) == old_run.opt_before);
   CHECK(loaded.gen.state() == old_run.gen_before);
 
   // With the limit lifted, the same save goes through.
-  nn::save_checkpoint(path, new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
+  checkpoint::save(path, new_run.model, &new_run.opt, {{"epoch", "2"}}, &new_run.gen);
   CHECK(read_bytes(path).size() == full);
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("a process killed in the middle of a save leaves the previous checkpoi
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   Run old_run(1), new_run(2);
-  nn::save_checkpoint(path, old_run.model, &old_run.opt, {}, &old_run.gen);
+  checkpoint::save(path, old_run.model, &old_run.opt, {}, &old_run.gen);
   const std::string before = read_bytes(path);
 
   // SIGXFSZ left at its default action kills the child inside write(): a
@@ -191,7 +191,7 @@ TEST_CASE("a process killed in the middle of a save leaves the previous checkpoi
         ::setrlimit(RLIMIT_CORE, &no_core);
         ::signal(SIGXFSZ, SIG_DFL);
         if (!limit_file_size(before.size() / 2)) return 3;
-        nn::save_checkpoint(path, new_run.model, &new_run.opt, {}, &new_run.gen);
+        checkpoint::save(path, new_run.model, &new_run.opt, {}, &new_run.gen);
         return 2;
       },
       message);
@@ -206,7 +206,7 @@ TEST_CASE("a process killed in the middle of a save leaves the previous checkpoi
   CHECK(names[1].rfind("model.safetensors.tmp-", 0) == 0);
   CHECK(read_bytes(dir.file(names[1])).size() == before.size() / 2);
   Run loaded(3);
-  REQUIRE_NOTHROW(nn::load_checkpoint(path, loaded.model, &loaded.opt, &loaded.gen));
+  REQUIRE_NOTHROW(checkpoint::load(path, loaded.model, &loaded.opt, &loaded.gen));
   CHECK(snapshot(loaded.model.state_dict()) == old_run.model_before);
 }
 
@@ -215,7 +215,7 @@ TEST_CASE("a save whose temporary cannot be created leaves the previous checkpoi
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   Run run(1);
-  nn::save_checkpoint(path, run.model, &run.opt, {}, &run.gen);
+  checkpoint::save(path, run.model, &run.opt, {}, &run.gen);
   const std::string before = read_bytes(path);
 
   // Names a crashed save could have left (directories, so that nothing can
@@ -223,14 +223,14 @@ TEST_CASE("a save whose temporary cannot be created leaves the previous checkpoi
   // save (process id and a counter) and created with O_EXCL.
   for (int k = 0; k < 4; ++k) fs::create_directories(path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(k));
   train(run.model, run.opt, run.gen, 1);
-  nn::save_checkpoint(path, run.model, &run.opt, {}, &run.gen);
+  checkpoint::save(path, run.model, &run.opt, {}, &run.gen);
   CHECK(read_bytes(path) != before);
   for (int k = 0; k < 4; ++k) CHECK(fs::is_directory(path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(k)));
   const std::string after = read_bytes(path);
 
   // The parent of the target is a regular file: the message names the path.
   const std::string under_file = path + "/model.safetensors";
-  REQUIRE_THROWS_WITH(nn::save_checkpoint(under_file, run.model),
+  REQUIRE_THROWS_WITH(checkpoint::save(under_file, run.model),
                       Contains("cannot create '" + under_file + ".tmp-") && Contains("Not a directory"));
   CHECK(read_bytes(path) == after);
 }
@@ -239,7 +239,7 @@ TEST_CASE("a checkpoint truncated at any length is refused and changes nothing",
   TempDir dir;
   const std::string saved_path = dir.file("full.safetensors"), path = dir.file("cut.safetensors");
   Run saved(1);
-  nn::save_checkpoint(saved_path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
+  checkpoint::save(saved_path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
   const std::string bytes = read_bytes(saved_path);
   REQUIRE(bytes.size() > 500);
 
@@ -249,7 +249,7 @@ TEST_CASE("a checkpoint truncated at any length is refused and changes nothing",
     write_bytes(path, bytes.substr(0, length));
     std::string message;
     try {
-      nn::load_checkpoint(path, run.model, &run.opt, &run.gen);
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
     } catch (const Error& e) {
       message = e.what();
     }
@@ -267,7 +267,7 @@ TEST_CASE("a checkpoint truncated at any length is refused and changes nothing",
   CHECK(refused == static_cast<int>(bytes.size()));
   // The whole file loads, and then the state is the saved one.
   write_bytes(path, bytes);
-  nn::load_checkpoint(path, run.model, &run.opt, &run.gen);
+  checkpoint::load(path, run.model, &run.opt, &run.gen);
   CHECK(snapshot(run.model.state_dict()) == saved.model_before);
 }
 
@@ -275,7 +275,7 @@ TEST_CASE("a checkpoint with any header byte corrupted is refused and changes no
   TempDir dir;
   const std::string saved_path = dir.file("full.safetensors"), path = dir.file("bad.safetensors");
   Run saved(1);
-  nn::save_checkpoint(saved_path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
+  checkpoint::save(saved_path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
   const std::string bytes = read_bytes(saved_path);
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
@@ -297,7 +297,7 @@ TEST_CASE("a checkpoint with any header byte corrupted is refused and changes no
     write_bytes(path, bad);
     std::string message;
     try {
-      nn::load_checkpoint(path, run.model, &run.opt, &run.gen);
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
     } catch (const Error& e) {
       message = e.what();
     }
@@ -318,7 +318,7 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
   TempDir dir;
   const std::string path = dir.file("edited.safetensors");
   Run saved(1);
-  nn::save_checkpoint(path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
+  checkpoint::save(path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
   const std::string bytes = read_bytes(path);
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
@@ -354,7 +354,7 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
     write_bytes(path, bad);
     std::string message;
     try {
-      nn::load_checkpoint(path, run.model, &run.opt, &run.gen);
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
     } catch (const Error& err) {
       message = err.what();
     }
@@ -372,7 +372,7 @@ TEST_CASE("a file that belongs to another model, or is no checkpoint, is refused
   auto refused = [&](const std::string& path, const std::vector<std::string>& expect) {
     std::string message;
     try {
-      nn::load_checkpoint(path, run.model, &run.opt, &run.gen);
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
     } catch (const Error& e) {
       message = e.what();
     }
@@ -386,21 +386,21 @@ TEST_CASE("a file that belongs to another model, or is no checkpoint, is refused
     Small wide(6);
     optim::AdamW opt(wide.parameters(), {});
     Generator gen(4);
-    nn::save_checkpoint(dir.file("wide.safetensors"), wide, &opt, {}, &gen);
+    checkpoint::save(dir.file("wide.safetensors"), wide, &opt, {}, &gen);
     refused(dir.file("wide.safetensors"), {"load_state_dict: 'fc.weight' has shape (6, 3) in the state, (4, 3)"});
     // Once trained, its optimizer state is shaped like its parameters, and is checked first.
     train(wide, opt, gen, 1);
-    nn::save_checkpoint(dir.file("wide.safetensors"), wide, &opt, {}, &gen);
+    checkpoint::save(dir.file("wide.safetensors"), wide, &opt, {}, &gen);
     refused(dir.file("wide.safetensors"), {"AdamW.load_state_dict: 'exp_avg.0' has shape (6, 3)", "(4, 3)"});
   }
   SECTION("another architecture") {
     nn::TransformerEncoder other({.vocab_size = 5, .num_hiddens = 8, .ffn_num_hiddens = 8, .num_heads = 2,
                                   .num_blocks = 1, .dropout = 0});
-    nn::save_checkpoint(dir.file("encoder.safetensors"), other);
+    checkpoint::save(dir.file("encoder.safetensors"), other);
     refused(dir.file("encoder.safetensors"), {"holds no optimizer state"});
     std::string message;
     try {
-      nn::load_checkpoint(dir.file("encoder.safetensors"), run.model);
+      checkpoint::load(dir.file("encoder.safetensors"), run.model);
     } catch (const Error& e) {
       message = e.what();
     }
@@ -425,10 +425,10 @@ TEST_CASE("parse_safetensors reads from memory exactly what load_safetensors rea
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   Run run(1);
-  nn::save_checkpoint(path, run.model, &run.opt, {{"epoch", "1"}}, &run.gen);
+  checkpoint::save(path, run.model, &run.opt, {{"epoch", "1"}}, &run.gen);
   const std::string bytes = read_bytes(path);
-  const nn::SafetensorsFile from_file = nn::load_safetensors(path);
-  const nn::SafetensorsFile from_memory = nn::parse_safetensors(bytes, "in memory");
+  const checkpoint::SafetensorsFile from_file = checkpoint::load_safetensors(path);
+  const checkpoint::SafetensorsFile from_memory = checkpoint::parse_safetensors(bytes, "in memory");
   CHECK(from_memory.metadata == from_file.metadata);
   REQUIRE(from_memory.tensors.size() == from_file.tensors.size());
   for (const auto& [name, t] : from_file.tensors) {
@@ -438,6 +438,6 @@ TEST_CASE("parse_safetensors reads from memory exactly what load_safetensors rea
     CHECK((m.dtype() == t.dtype() && m.shape() == t.shape() &&
            std::memcmp(m.raw_data(), t.raw_data(), t.nbytes()) == 0));
   }
-  REQUIRE_THROWS_WITH(nn::parse_safetensors(bytes.substr(0, bytes.size() - 1), "in memory"),
+  REQUIRE_THROWS_WITH(checkpoint::parse_safetensors(bytes.substr(0, bytes.size() - 1), "in memory"),
                       Contains("parse_safetensors: 'in memory': tensor '") && Contains("(is the file truncated?)"));
 }

@@ -4,31 +4,31 @@
 // it cannot tell which token came before which).
 #include <catch2/catch.hpp>
 
-#include "nn/encoder_training.hpp"
+#include "study/encoder_training.hpp"
 
 namespace {
-sg::training::Result train_shift(sg::nn::Positional kind, int64_t steps = 800) {
-  sg::training::Config c;
+sg::study::Result train_shift(sg::nn::Positional kind, int64_t steps = 800) {
+  sg::study::Config c;
   c.task = "shift";
   c.positional = kind;
   c.steps = steps;
   c.eval_every = 100;
   sg::set_num_threads(1);  // a tiny model: one thread is fastest, and CTest runs tests side by side
   sg::manual_seed(c.seed);
-  sg::training::Model model(c);
-  return sg::training::train(model, c);
+  sg::study::Model model(c);
+  return sg::study::train(model, c);
 }
 }  // namespace
 
 TEST_CASE("the shift task is learned with sinusoidal positions", "[training]") {
-  const sg::training::Result r = train_shift(sg::nn::Positional::sinusoidal);
+  const sg::study::Result r = train_shift(sg::nn::Positional::sinusoidal);
   INFO("accuracy " << r.acc_train_lengths);
   CHECK(r.curve.front().loss > r.curve.back().loss * 10);
   CHECK(r.acc_train_lengths > 0.9);
 }
 
 TEST_CASE("the shift task is learned with learned positions", "[training]") {
-  const sg::training::Result r = train_shift(sg::nn::Positional::learned);
+  const sg::study::Result r = train_shift(sg::nn::Positional::learned);
   INFO("accuracy " << r.acc_train_lengths);
   CHECK(r.acc_train_lengths > 0.9);
 }
@@ -39,7 +39,7 @@ TEST_CASE("the shift task is learned with learned positions", "[training]") {
 TEST_CASE("the shift task is learned fast with relative and with rotary positions, longer sequences too",
           "[training]") {
   for (sg::nn::Positional kind : {sg::nn::Positional::relative, sg::nn::Positional::rotary}) {
-    const sg::training::Result r = train_shift(kind, 200);
+    const sg::study::Result r = train_shift(kind, 200);
     INFO(sg::nn::positional_name(kind) << ": accuracy " << r.acc_train_lengths << ", longer " << r.acc_longer);
     CHECK(r.acc_train_lengths > 0.95);
     CHECK(r.acc_longer > 0.95);
@@ -47,17 +47,17 @@ TEST_CASE("the shift task is learned fast with relative and with rotary position
 }
 
 TEST_CASE("without positions the shift task stays near chance", "[training]") {
-  const sg::training::Result r = train_shift(sg::nn::Positional::none);
+  const sg::study::Result r = train_shift(sg::nn::Positional::none);
   INFO("accuracy " << r.acc_train_lengths);
   CHECK(r.acc_train_lengths < 0.4);
 }
 
 TEST_CASE("batches follow each task's definition", "[training]") {
-  sg::training::Config c;
+  sg::study::Config c;
   sg::Generator gen(3);
-  for (const std::string& task : sg::training::task_names()) {
+  for (const std::string& task : sg::study::task_names()) {
     c.task = task;
-    const sg::training::Batch b = sg::training::make_batch(c, 8, 3, 7, gen);
+    const sg::study::Batch b = sg::study::make_batch(c, 8, 3, 7, gen);
     const auto ids = b.ids.to_vector<int64_t>(), labels = b.labels.to_vector<int64_t>();
     const auto lens = b.valid_lens.to_vector<int64_t>();
     for (int64_t s = 0; s < 8; ++s) {
@@ -66,7 +66,7 @@ TEST_CASE("batches follow each task's definition", "[training]") {
       REQUIRE(len <= 7);
       const int64_t* x = ids.data() + s * 7;
       const int64_t* y = labels.data() + s * 7;
-      for (int64_t t = len; t < 7; ++t) CHECK((x[t] == sg::training::kPad && y[t] == sg::training::kIgnore));
+      for (int64_t t = len; t < 7; ++t) CHECK((x[t] == sg::study::kPad && y[t] == sg::study::kIgnore));
       for (int64_t t = 0; t < len; ++t) {
         CHECK(x[t] >= 1);
         if (task == "shift") CHECK(y[t] == (t >= 1 ? x[t - 1] : 0));
@@ -79,15 +79,15 @@ TEST_CASE("batches follow each task's definition", "[training]") {
 }
 
 TEST_CASE("training evaluates at step 0 and records attention at the asked steps", "[training]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.hidden = 16, c.heads = 2, c.ffn = 16, c.blocks = 2, c.batch = 8, c.eval_sequences = 16;
   c.steps = 6, c.eval_every = 3;
   c.record_attention_at = {0, 2, 6, 50};  // 50 is past the end: skipped
   c.record_sequences = 3;
   sg::set_num_threads(1);
   sg::manual_seed(c.seed);
-  sg::training::Model model(c);
-  const sg::training::Result r = sg::training::train(model, c);
+  sg::study::Model model(c);
+  const sg::study::Result r = sg::study::train(model, c);
   REQUIRE(r.curve.size() == 3);
   CHECK(r.curve[0].step == 0);
   CHECK(r.curve[0].grad_norm > 0);
@@ -120,9 +120,9 @@ TEST_CASE("training evaluates at step 0 and records attention at the asked steps
   // Training changed the attention between step 0 and the end.
   CHECK(r.attention.snapshots[0].blocks[1] != r.attention.snapshots[2].blocks[1]);
   // Recording does not change training: the same run without it ends with the same loss.
-  sg::training::Config plain = c;
+  sg::study::Config plain = c;
   plain.record_attention_at.clear();
   sg::manual_seed(c.seed);
-  sg::training::Model again(plain);
-  CHECK(sg::training::train(again, plain).step_loss == r.step_loss);
+  sg::study::Model again(plain);
+  CHECK(sg::study::train(again, plain).step_loss == r.step_loss);
 }

@@ -1,9 +1,9 @@
 // Optimizers, gradient clipping and learning-rate schedules. The update
-// formulas are written out in nn/optim.hpp; each update here is one loop
+// formulas are written out in optim/optim.hpp; each update here is one loop
 // over a parameter's elements that reads and writes everything it needs
 // (parameter, gradient, buffers) once. Scalar coefficients are computed in
 // double, as PyTorch computes them in Python, then rounded to the element type.
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 
 #include <algorithm>
 #include <cmath>

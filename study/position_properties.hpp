@@ -4,7 +4,7 @@
 // the model (the list Kazemnejad gives: a unique code per position,
 // distances consistent across lengths, generalising to longer sequences,
 // bounded values, deterministic). Compiled in the library
-// (nn/position_properties.cpp), beside encoder_training.
+// (study/position_properties.cpp), beside encoder_training.
 //
 // The position vectors V_i compared, per encoding:
 //   sinusoidal, learned  the rows P_i of the table added to the embeddings
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/encoder_training.hpp"
+#include "study/encoder_training.hpp"
 
-namespace sg::training {
+namespace sg::study {
 
 struct PositionView {
   std::string encoding;
@@ -39,4 +39,4 @@ PositionView view_positions(const Model& model, const Config& c, double acc_long
 // The properties of several encodings as a Markdown table (one row per view).
 std::string properties_table(const std::vector<std::pair<std::string, PositionView>>& rows);
 
-}  // namespace sg::training
+}  // namespace sg::study

@@ -1,12 +1,12 @@
-// What nn/position_properties.hpp declares.
-#include "nn/position_properties.hpp"
+// What study/position_properties.hpp declares.
+#include "study/position_properties.hpp"
 
 #include "autograd/ops.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace sg::training {
+namespace sg::study {
 
 namespace detail {
 
@@ -172,4 +172,4 @@ std::string properties_table(const std::vector<std::pair<std::string, PositionVi
   return t;
 }
 
-}  // namespace sg::training
+}  // namespace sg::study

@@ -1,7 +1,7 @@
 // safetensors files: writing (through a temporary file and a rename) and
 // reading (from a file or from memory), with every check the format allows.
-// The format is described in nn/checkpoint.hpp; training checkpoints on top
-// of it are in nn/checkpoint.cpp. This file needs only core/tensor (no BLIS,
+// The format is described in checkpoint/safetensors.hpp; training checkpoints on top
+// of it are in checkpoint/checkpoint.cpp. This file needs only core/tensor (no BLIS,
 // no OpenMP), so scripts/fuzz.sh can build it alone with the fuzzer.
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,14 +19,14 @@
 #include <set>
 #include <tuple>
 
-#include "nn/checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
 
-namespace sg::nn {
+namespace sg::checkpoint {
 
 // The data section holds raw little-endian bytes, which on this machine are
 // the tensors' own bytes: no conversion is written, so say so loudly.
 static_assert(std::endian::native == std::endian::little,
-              "nn/safetensors.cpp copies tensor bytes as they are; a big-endian port must swap them");
+              "checkpoint/safetensors.cpp copies tensor bytes as they are; a big-endian port must swap them");
 
 namespace {
 
@@ -76,7 +76,7 @@ struct Layout {
   std::vector<const Tensor*> order;  // tensors in data-section order
 };
 
-Layout plan_file(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+Layout plan_file(const std::string& path, const nn::NamedTensors& tensors, const Metadata& metadata) {
   const char* op = "save_safetensors";
   std::set<std::string> seen;
   for (const auto& [name, t] : tensors) {
@@ -285,7 +285,7 @@ SafetensorsFile read_safetensors(const char* op, const std::string& path, const 
 
 }  // namespace
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+void save_safetensors(const std::string& path, const nn::NamedTensors& tensors, const Metadata& metadata) {
   const char* op = "save_safetensors";
   const Layout layout = plan_file(path, tensors, metadata);
   // The temporary's name is unique to this process (its id) and to this
@@ -333,8 +333,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
   }
 }
 
-void save_safetensors(const std::string& path, const StateDict& tensors, const Metadata& metadata) {
-  save_safetensors(path, NamedTensors(tensors.begin(), tensors.end()), metadata);
+void save_safetensors(const std::string& path, const nn::StateDict& tensors, const Metadata& metadata) {
+  save_safetensors(path, nn::NamedTensors(tensors.begin(), tensors.end()), metadata);
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -363,4 +363,4 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
   return read_safetensors("parse_safetensors", name, memory);
 }
 
-}  // namespace sg::nn
+}  // namespace sg::checkpoint

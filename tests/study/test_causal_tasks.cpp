@@ -1,28 +1,28 @@
-// The causal side of nn/encoder_training.hpp: the tasks tally and recall,
+// The causal side of study/encoder_training.hpp: the tasks tally and recall,
 // which tasks a causal model may be given, and the accuracy per position
 // (and past the training length) that both studies report.
 #include <catch2/catch.hpp>
 
-#include "nn/encoder_training.hpp"
+#include "study/encoder_training.hpp"
 
 #include <cmath>
 
 using Catch::Contains;
 
 TEST_CASE("tally and recall batches follow their definitions", "[training][causal]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.back = 2;
   sg::Generator gen(5);
   for (const std::string task : {"tally", "recall"}) {
     c.task = task;
-    const sg::training::Batch b = sg::training::make_batch(c, 16, 3, 9, gen);
+    const sg::study::Batch b = sg::study::make_batch(c, 16, 3, 9, gen);
     const auto ids = b.ids.to_vector<int64_t>(), labels = b.labels.to_vector<int64_t>();
     const auto lens = b.valid_lens.to_vector<int64_t>();
     for (int64_t s = 0; s < 16; ++s) {
       const int64_t len = lens[static_cast<size_t>(s)];
       const int64_t* x = ids.data() + s * 9;
       const int64_t* y = labels.data() + s * 9;
-      for (int64_t t = len; t < 9; ++t) CHECK(y[t] == sg::training::kIgnore);
+      for (int64_t t = len; t < 9; ++t) CHECK(y[t] == sg::study::kIgnore);
       for (int64_t t = 0; t < len; ++t) {
         if (task == "recall") {
           CHECK(y[t] == (t >= 2 ? x[t - 2] : 0));
@@ -41,35 +41,35 @@ TEST_CASE("tally and recall batches follow their definitions", "[training][causa
 }
 
 TEST_CASE("a causal model takes only the tasks whose labels look back", "[training][causal]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.causal = true;
-  for (const std::string& task : sg::training::causal_task_names()) {
+  for (const std::string& task : sg::study::causal_task_names()) {
     c.task = task;
-    CHECK_NOTHROW(sg::training::check_config(c));
+    CHECK_NOTHROW(sg::study::check_config(c));
   }
   for (const std::string task : {"sort", "reverse", "count"}) {
     c.task = task;
-    REQUIRE_THROWS_WITH(sg::training::check_config(c), Contains("'" + task + "'") && Contains("causal"));
+    REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("'" + task + "'") && Contains("causal"));
   }
   c.causal = false;
   c.task = "recall";
   c.back = c.max_len;
-  REQUIRE_THROWS_WITH(sg::training::check_config(c), Contains("back 12") && Contains("max_len 12"));
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("back 12") && Contains("max_len 12"));
   c.back = 0;
-  REQUIRE_THROWS_WITH(sg::training::check_config(c), Contains("back 0"));
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("back 0"));
 }
 
 TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][causal]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.task = "shift";
   c.causal = true;
   c.positional = sg::nn::Positional::alibi;
   c.eval_sequences = 40;
   c.batch = 16;
   sg::manual_seed(3);
-  sg::training::Model model(c);
-  const sg::training::EvalSet set = sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
-  const sg::training::PositionAccuracy p = sg::training::evaluate_positions(model, set);
+  sg::study::Model model(c);
+  const sg::study::EvalSet set = sg::study::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
+  const sg::study::PositionAccuracy p = sg::study::evaluate_positions(model, set);
   REQUIRE(p.right.size() == static_cast<size_t>(c.eval_max_len));
   // Every sequence has positions 0 .. eval_min_len - 1; fewer reach the later ones.
   for (int64_t t = 0; t < c.eval_min_len; ++t) CHECK(p.total[static_cast<size_t>(t)] == 40);
@@ -80,7 +80,7 @@ TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][c
     right += p.right[t], total += p.total[t];
     if (static_cast<int64_t>(t) >= c.max_len) right_past += p.right[t], total_past += p.total[t];
   }
-  CHECK(std::fabs(p.from(0) - sg::training::evaluate(model, set)) < 1e-12);
+  CHECK(std::fabs(p.from(0) - sg::study::evaluate(model, set)) < 1e-12);
   CHECK(p.from(c.max_len) == static_cast<double>(right_past) / static_cast<double>(total_past));
   const std::vector<double> by = p.by_position();
   for (size_t t = 0; t < by.size(); ++t)
@@ -89,7 +89,7 @@ TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][c
 }
 
 TEST_CASE("train() reports accuracy past the training length and per position", "[training][causal]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.task = "recall";
   c.causal = true;
   c.positional = sg::nn::Positional::relative;
@@ -97,13 +97,13 @@ TEST_CASE("train() reports accuracy past the training length and per position", 
   c.eval_every = 10;
   c.eval_sequences = 64;
   sg::manual_seed(4);
-  sg::training::Model model(c);
-  const sg::training::Result r = sg::training::train(model, c);
+  sg::study::Model model(c);
+  const sg::study::Result r = sg::study::train(model, c);
   REQUIRE(r.acc_by_position.size() == static_cast<size_t>(c.eval_max_len));
-  sg::training::Model again(c);
+  sg::study::Model again(c);
   again.load_state_dict(model.state_dict());
-  const sg::training::PositionAccuracy p =
-      sg::training::evaluate_positions(again, sg::training::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
+  const sg::study::PositionAccuracy p =
+      sg::study::evaluate_positions(again, sg::study::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
   CHECK(r.acc_past_train == p.from(c.max_len));
   CHECK(r.acc_by_position == p.by_position());
 }

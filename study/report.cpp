@@ -1,5 +1,5 @@
-// What nn/report.hpp declares.
-#include "nn/report.hpp"
+// What study/report.hpp declares.
+#include "study/report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace sg::report {
+namespace sg::study::report {
 
 std::string attention_json(const std::vector<RunAttention>& runs) {
   std::ostringstream o;
@@ -55,7 +55,7 @@ std::string attention_json(const std::vector<RunAttention>& runs) {
 
 namespace detail {
 
-using sg::plot::detail::esc;
+using sg::study::plot::detail::esc;
 
 std::string read(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -395,8 +395,8 @@ std::string build_report(const std::string& folder, const std::string& title) {
 
 std::string write_report(const std::string& folder, const std::string& title) {
   const std::string path = folder + "/report.html";
-  sg::plot::write_file(path, build_report(folder, title));
+  sg::study::plot::write_file(path, build_report(folder, title));
   return path;
 }
 
-}  // namespace sg::report
+}  // namespace sg::study::report

@@ -1,4 +1,4 @@
-// Optimizers, gradient clipping and schedules (nn/optim.hpp).
+// Optimizers, gradient clipping and schedules (optim/optim.hpp).
 //
 // Every optimizer runs five steps on two parameters, p (2, 3) and q (3), with
 // fixed gradients; q has a gradient only on steps 1, 3 and 4, so the
@@ -17,7 +17,7 @@
 
 #include "core/kernels.hpp"
 #include "core/tensor.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 
 using namespace sg;
 using Catch::Matchers::Contains;

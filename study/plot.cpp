@@ -1,5 +1,5 @@
-// What nn/plot.hpp declares.
-#include "nn/plot.hpp"
+// What study/plot.hpp declares.
+#include "study/plot.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace sg::plot {
+namespace sg::study::plot {
 
 namespace detail {
 
@@ -320,4 +320,4 @@ void write_file(const std::string& path, const std::string& contents) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) failed("renaming into place");
 }
 
-}  // namespace sg::plot
+}  // namespace sg::study::plot

@@ -1,6 +1,6 @@
-// Data-parallel steps (nn/data_parallel.hpp): persistent workers, one
+// Data-parallel steps (parallel/data_parallel.hpp): persistent workers, one
 // micro-batch each, gradients summed in micro-batch order.
-#include "nn/data_parallel.hpp"
+#include "parallel/data_parallel.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -12,7 +12,7 @@
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 
-namespace sg::nn {
+namespace sg::parallel {
 
 DataParallel::DataParallel(std::vector<Tensor> parameters, int threads)
     : params_(std::move(parameters)), threads_(threads == 0 ? num_threads() : threads) {
@@ -150,4 +150,4 @@ double DataParallel::backward(int64_t batch, const MicroBatchLoss& loss_of) {
   return loss;
 }
 
-}  // namespace sg::nn
+}  // namespace sg::parallel

@@ -20,7 +20,7 @@
 // does.
 //
 // State. state_dict() returns tensors only, so it goes into the same
-// safetensors checkpoint as the model (nn/checkpoint.hpp). Entries:
+// safetensors checkpoint as the model (checkpoint/checkpoint.hpp). Entries:
 //   "lr"                  float64 ()  the current learning rate
 //   "step"                int64 ()    step() calls so far (what schedules read)
 //   "<buffer>.<i>"        the per-parameter buffers of parameter i (its index
