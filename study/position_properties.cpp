@@ -60,9 +60,9 @@ Rows rotations(int64_t n, int64_t head_dim) {
 // per offset, row r for offset r - max_distance); empty for none.
 Rows vectors(const Model& m, const Config& c) {
   const int64_t n = c.positions(), d = c.hidden;
+  // Every encoding added to the embeddings has its table P (positional_kinds()).
+  if (m.encoder->pos_encoding) return rows_of(m.encoder->pos_encoding->P, n, d);
   switch (c.positional) {
-    case sg::nn::Positional::sinusoidal: return rows_of(m.encoder->sinusoidal->P, n, d);
-    case sg::nn::Positional::learned: return rows_of(m.encoder->learned->P, n, d);
     case sg::nn::Positional::rotary: return rotations(n, d / c.heads);
     case sg::nn::Positional::relative: {
       const sg::Tensor& a = m.encoder->blocks.at(0)->attention->relative_keys;
@@ -80,8 +80,9 @@ PositionView view_positions(const Model& model, const Config& c, double acc_long
   v.encoding = sg::nn::positional_name(c.positional);
   const int64_t n = c.positions();
   const Rows V = vectors(model, c);
-  const bool absolute = c.positional == sg::nn::Positional::sinusoidal ||
-                        c.positional == sg::nn::Positional::learned || c.positional == sg::nn::Positional::rotary;
+  // One vector per position (relative has one per offset).
+  const bool absolute = sg::nn::positional_kind(c.positional).acts == sg::nn::PositionsAct::embeddings ||
+                        c.positional == sg::nn::Positional::rotary;
   const std::string lengths = std::to_string(c.eval_min_len) + "-" + std::to_string(c.eval_max_len);
   v.longer = fmt("accuracy %.3f", acc_longer) + " on lengths " + lengths + " (trained on " +
              std::to_string(c.min_len) + "-" + std::to_string(c.max_len) + ")";

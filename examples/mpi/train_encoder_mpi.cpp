@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   bool float64 = false;
   flags.choice("--task", c.task, "the synthetic task to learn", sg::study::task_names());
   flags.choice("--positional", positional, "how the model is told where each token is",
-               {"none", "sinusoidal", "learned", "relative", "rotary"});
+               sg::nn::positional_names());
   flags.whole("--steps", c.steps, "training steps", 1, 10000000);
   flags.whole("--batch", c.batch, "global batch: sequences per step over all ranks", 1, 65536);
   flags.whole("--eval-every", c.eval_every, "steps between evaluations", 1, 10000000);
