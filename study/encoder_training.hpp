@@ -1,7 +1,7 @@
 #pragma once
 // Training a tiny self-attention encoder on synthetic sequence tasks, shared
 // by examples/train_encoder.cpp, the benchmarks and the training tests;
-// compiled once, in the library (study/encoder_training.cpp).
+// compiled once, in the study library (study/encoder_training.cpp).
 //
 // Every batch is generated on the fly: sequences of random symbols with
 // random lengths, padded to the longest, with valid_lens masking the padding
@@ -22,10 +22,10 @@
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
-#include "parallel/data_parallel.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
 #include "nn/transformer.hpp"
+#include "parallel/data_parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

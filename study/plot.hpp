@@ -3,8 +3,8 @@
 // log), ticks, labels, bands and a legend beside the axes; heatmaps of square
 // cells with labelled rows and columns and a labelled colour bar; grids of
 // figures. In the look of Dive into Deep Learning's figures. Dependency-free and
-// part of the library (study/plot.cpp), so examples and coursework can use it;
-// tests/nn/test_plot.cpp checks its output.
+// part of the study library (study/plot.cpp), so examples and coursework can use it;
+// tests/study/test_plot.cpp checks its output.
 
 #include <cmath>
 #include <sstream>

@@ -17,7 +17,7 @@
 // Files older than settings.md are left out: they belong to an earlier run
 // that wrote into the same folder. The page needs no network: the figures
 // are inline SVG, the explorer a little plain JavaScript over inline JSON.
-// Compiled in the library (study/report.cpp), like study/plot.hpp.
+// Compiled in the study library (study/report.cpp), like study/plot.hpp.
 #include <string>
 #include <vector>
 

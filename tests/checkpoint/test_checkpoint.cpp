@@ -434,7 +434,7 @@ TEST_CASE("a checkpoint written here reads in Python with identical values", "[c
   tensors.emplace_back("thirds.f32", from_vector(thirds32, {5}));
   tensors.emplace_back("thirds.f64", from_vector(thirds64, {5}));
   const std::string path = (fs::temp_directory_path() / "smallgrad_cpp_checkpoint.safetensors").string();
-  checkpoint::save_safetensors(path, tensors, {{"producer", "smallgrad tests/nn/test_checkpoint.cpp"}});
+  checkpoint::save_safetensors(path, tensors, {{"producer", "smallgrad tests/checkpoint/test_checkpoint.cpp"}});
 
   const checkpoint::SafetensorsFile f = checkpoint::load_safetensors(path);
   for (const auto& [name, t] : tensors) {
