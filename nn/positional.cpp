@@ -37,7 +37,7 @@ const PositionalKind& positional_kind(Positional p) {
   const auto& kinds = positional_kinds();
   const auto i = static_cast<size_t>(p);
   if (i >= kinds.size() || kinds[i].kind != p)
-    fail("positional_name: not a kind of positions (", static_cast<int>(p), ")");
+    fail("positional_kind: not a kind of positions (", static_cast<int>(p), ")");
   return kinds[i];
 }
 
