@@ -10,8 +10,11 @@
 // autograd/ops/  the differentiable ops (sg), one file per family, backward under forward;
 //                X.hpp declares what X.cpp defines, autograd/ops.hpp includes them all
 // autograd/tools/ what inspects the graph: gradcheck, to_dot
-// nn/            layers, losses, optimizers, checkpoints (sg::nn, sg::optim); plot.hpp and
-//                encoder_training.hpp are included on their own
+// nn/            layers and losses (sg::nn)
+// optim/         optimizers and learning-rate schedules (sg::optim)
+// checkpoint/    safetensors files and training checkpoints (sg::checkpoint)
+// parallel/      data-parallel steps on threads (sg::parallel)
+// study/ (the positions study, library smallgrad::study) is included on its own
 //
 // For programs that use the library. The library and its tests include the
 // headers they use one by one (an op's own autograd/ops/X.hpp), so this
@@ -39,6 +42,7 @@
 #include "nn/positional.hpp"
 #include "nn/transformer.hpp"
 #include "nn/loss.hpp"
-#include "nn/optim.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/data_parallel.hpp"
+#include "optim/optim.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "parallel/data_parallel.hpp"

@@ -130,7 +130,7 @@ void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool r
 // torch.autograd.grad): no .grad changes. One per input, each in a buffer of
 // its own; undefined where no gradient flows. The same pass as backward()
 // otherwise (checks, errors, freeing the graph). A data-parallel step
-// (nn/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
+// (parallel/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
 // and sum them in a fixed order.
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
            bool retain_graph = false);

@@ -57,7 +57,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/plot.hpp"
+#include "study/plot.hpp"
 
 namespace {
 
@@ -206,10 +206,10 @@ std::string csv(const std::vector<Row>& rows) {
 // projections, the attention core, and a short vertical stroke at the
 // measured crossover (where the two lines meet).
 std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
-  std::vector<sg::plot::Series> series;
+  std::vector<sg::study::plot::Series> series;
   for (const auto& rows : by_hidden) {
     const std::string h = "H=" + std::to_string(rows[0].hidden);
-    sg::plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
+    sg::study::plot::Series proj{"projections " + h, {}, {}}, attn{"attention core " + h, {}, {}};
     for (const Row& r : rows) {
       const double x = static_cast<double>(r.seq);
       proj.x.push_back(x), proj.y.push_back(us_per_token(r.projections_ms));
@@ -232,7 +232,7 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
     std::snprintf(name, sizeof name, "crossover H=%lld: T = %.0f", static_cast<long long>(rows[0].hidden), *t);
     series.push_back({name, {*t, *t}, {y / 1.6, y * 1.6}});
   }
-  sg::plot::LineOptions opt;
+  sg::study::plot::LineOptions opt;
   opt.title = "One attention layer, forward + backward, " + std::to_string(kTokens) + " tokens, " +
               std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " (theory: crossover at T = 2H)";
   opt.xlabel = "sequence length T (log scale)";
@@ -240,7 +240,7 @@ std::string svg(const std::vector<std::vector<Row>>& by_hidden, int threads) {
   opt.width = 900, opt.height = 480;
   opt.log_x = opt.log_y = true;
   opt.log_base = 2;
-  return sg::plot::line_svg(series, opt);
+  return sg::study::plot::line_svg(series, opt);
 }
 
 // The rows of a CSV written by csv(), grouped by hidden size as measured.
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
   try {
     if (!replot.empty()) {
       const std::string svg_path = std::filesystem::path(replot).replace_extension(".svg").string();
-      sg::plot::write_file(svg_path, svg(read_csv(replot), threads ? threads : 1));
+      sg::study::plot::write_file(svg_path, svg(read_csv(replot), threads ? threads : 1));
       std::printf("wrote %s from %s\n", svg_path.c_str(), replot.c_str());
       return 0;
     }
@@ -344,8 +344,8 @@ int main(int argc, char** argv) {
     }
     std::filesystem::create_directories(out);
     const std::filesystem::path dir(out);
-    sg::plot::write_file((dir / "attention_scaling.csv").string(), csv(all));
-    sg::plot::write_file((dir / "attention_scaling.svg").string(), svg(by_hidden, sg::num_threads()));
+    sg::study::plot::write_file((dir / "attention_scaling.csv").string(), csv(all));
+    sg::study::plot::write_file((dir / "attention_scaling.svg").string(), svg(by_hidden, sg::num_threads()));
     std::printf("wrote %s and %s\n", (dir / "attention_scaling.csv").c_str(), (dir / "attention_scaling.svg").c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attention_scaling: %s\n", e.what());

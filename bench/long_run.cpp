@@ -5,7 +5,7 @@
 //   build/release/bench/long_run [--steps N] [--threads N] [--report-every N] [--warmup N]
 //                                [--max-growth PERCENT]
 //
-// The model and data are train_encoder's (nn/encoder_training.hpp):
+// The model and data are train_encoder's (study/encoder_training.hpp):
 // vocab 16, batch 64, sequences of 4 to 16 tokens padded to 16, 64 hiddens,
 // 4 heads, FFN 128, 2 blocks, dropout 0.1, AdamW with warm-up and cosine
 // decay, gradient clipping; every report also evaluates (no-grad, eval mode)
@@ -21,7 +21,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "nn/encoder_training.hpp"
+#include "study/encoder_training.hpp"
 
 namespace {
 
@@ -75,16 +75,16 @@ int main(int argc, char** argv) {
   }
   sg::set_num_threads(static_cast<int>(threads));
 
-  sg::training::Config c;
+  sg::study::Config c;
   c.min_len = 4;
   c.max_len = 16;
   c.dropout = 0.1;
   c.steps = steps;
   sg::manual_seed(0);
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   sg::optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
   const auto schedule = sg::optim::warmup_cosine_schedule(c.lr, c.warmup, c.steps, c.min_lr);
-  const sg::training::EvalSet eval_set = sg::training::make_eval_set(c, c.min_len, c.max_len, 1);
+  const sg::study::EvalSet eval_set = sg::study::make_eval_set(c, c.min_len, c.max_len, 1);
   sg::Generator data(1);
   const int64_t nodes_before = sg::Node::live_count();
 
@@ -101,9 +101,9 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   auto at_baseline = start;
   for (long step = 1; step <= steps; ++step) {
-    const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, data);
+    const sg::study::Batch b = sg::study::make_batch(c, c.batch, c.min_len, c.max_len, data);
     {
-      const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::training::kIgnore);
+      const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::study::kIgnore);
       opt.zero_grad();
       sg::backward(loss);
       sg::optim::clip_grad_norm(model.parameters(), c.clip);
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
       std::printf("step %6ld (after warm-up): resident %.2f MiB (the baseline), loss %.4f\n", step, baseline,
                   last_loss);
     } else if (step % every == 0 || step == steps) {
-      const double accuracy = sg::training::evaluate(model, eval_set);
+      const double accuracy = sg::study::evaluate(model, eval_set);
       const double rss = resident_mib();
       const double per_step =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(step);

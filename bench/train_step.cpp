@@ -8,7 +8,7 @@
 //
 // On more than one thread the step is data-parallel by default (--parallel
 // data: the batch split into one micro-batch per thread, each forward and
-// backward on its own thread, nn/data_parallel.hpp), which is faster for
+// backward on its own thread, parallel/data_parallel.hpp), which is faster for
 // every configuration here (docs/results.md, "Data-parallel steps");
 // --parallel ops runs the whole batch as one graph with each op's loops
 // spread over the threads. On one thread both are the same step.
@@ -163,10 +163,10 @@ void run(const Config& c, int steps, int warmup, double dropout, double peak, bo
   // The profiler times one thread's ops: --profile profiles the whole-batch step.
   const int threads = sg::num_threads();
   const bool dp_step = data_parallel && !profile && threads > 1;
-  std::optional<sg::nn::DataParallel> dp;
-  std::optional<sg::ThreadCountGuard> one_thread;  // the rest of the step on this thread (nn/data_parallel.hpp)
+  std::optional<sg::parallel::DataParallel> dp;
+  std::optional<sg::ThreadCountGuard> one_thread;  // the rest of the step on this thread (parallel/data_parallel.hpp)
   if (dp_step) dp.emplace(model.parameters()), one_thread.emplace(1);
-  const auto micro_batch_loss = [&](const sg::nn::MicroBatch& m) {
+  const auto micro_batch_loss = [&](const sg::parallel::MicroBatch& m) {
     const int64_t end = m.first + m.count;
     const sg::Tensor logits =
         model.head->forward(model.encoder->forward(sg::slice(ids, 0, m.first, end), sg::slice(valid_lens, 0, m.first, end),

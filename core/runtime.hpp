@@ -26,7 +26,7 @@ int num_threads();                // the count in force now: this thread's own, 
 
 // This thread's own count, for the loops and BLIS calls it starts, while the
 // guard lives (nested guards restore the previous count). A data-parallel
-// step (nn/data_parallel.hpp) runs each micro-batch on its own thread under
+// step (parallel/data_parallel.hpp) runs each micro-batch on its own thread under
 // ThreadCountGuard(1), so the ops inside it never start parallel regions:
 // the parallelism is the micro-batches'. Other threads keep the process's
 // count. Results do not depend on it, as for the process's count.

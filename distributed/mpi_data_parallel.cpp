@@ -50,7 +50,7 @@ int64_t MpiDataParallel::values_per_step() const {
   return n;
 }
 
-double MpiDataParallel::backward(int64_t global_batch, const nn::MicroBatchLoss& loss_of) {
+double MpiDataParallel::backward(int64_t global_batch, const parallel::MicroBatchLoss& loss_of) {
   const Shard shard = shard_of(global_batch, rank_, ranks_);
   double loss = 0;
   std::vector<Tensor> grads(params_.size());

@@ -1,6 +1,6 @@
 #pragma once
 // Data-parallel steps across processes, over MPI (docs/distributed.md): the
-// same step as nn::DataParallel, with the gradients also summed over the
+// same step as parallel::DataParallel, with the gradients also summed over the
 // processes (ranks) of an MPI communicator by MPI_Allreduce. Built only with
 // MPI (the CMake option SMALLGRAD_MPI and Debian's libopenmpi-dev): a
 // separate library, smallgrad::mpi; nothing else in smallgrad needs MPI.
@@ -10,7 +10,7 @@
 //   ...every rank builds the same model from the same seed, and each step
 //   the same global batch (or at least the rows of its shard)...
 //   opt.zero_grad();
-//   double loss = dp.backward(global_batch, loss_of);  // loss_of as for nn::DataParallel
+//   double loss = dp.backward(global_batch, loss_of);  // loss_of as for parallel::DataParallel
 //   opt.step();                                         // the same update on every rank
 //
 // Each rank runs its shard of the global batch (consecutive examples,
@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/data_parallel.hpp"
+#include "parallel/data_parallel.hpp"
 
 namespace sg::distributed {
 
@@ -52,7 +52,7 @@ class MpiDataParallel {
   // micro-batch's share on every rank). Every rank must call it, with the
   // same global_batch; an error on one rank leaves the others waiting in
   // MPI, so a program ends with MPI_Abort on any error (the example does).
-  double backward(int64_t global_batch, const nn::MicroBatchLoss& loss_of);
+  double backward(int64_t global_batch, const parallel::MicroBatchLoss& loss_of);
 
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
@@ -64,7 +64,7 @@ class MpiDataParallel {
   std::vector<Tensor> params_;
   MPI_Comm comm_;
   int rank_ = 0, ranks_ = 1;
-  nn::DataParallel local_;
+  parallel::DataParallel local_;
 };
 
 }  // namespace sg::distributed

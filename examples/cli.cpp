@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/runtime.hpp"
-#include "nn/plot.hpp"
+#include "study/plot.hpp"
 
 namespace examples {
 
@@ -306,7 +306,7 @@ std::string Outputs::stage(const std::string& name) {
 }
 
 void Outputs::write(const std::string& name, const std::string& contents) {
-  sg::plot::write_file(stage(name), contents);
+  sg::study::plot::write_file(stage(name), contents);
 }
 
 void Outputs::commit() {

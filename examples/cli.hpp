@@ -119,7 +119,7 @@ class Outputs {
   // Checks, before any work, that `name` can be replaced: nothing there, or a regular file.
   void expect(const std::string& name) const;
   // The temporary name to write `name` under (for writers of their own,
-  // such as save_checkpoint); commit() moves it into place.
+  // such as sg::checkpoint::save); commit() moves it into place.
   std::string stage(const std::string& name);
   void write(const std::string& name, const std::string& contents);
   // Moves every staged file into place (unless a stop signal came first).

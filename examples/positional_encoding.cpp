@@ -14,7 +14,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "nn/plot.hpp"
+#include "study/plot.hpp"
 
 namespace {
 
@@ -33,30 +33,30 @@ int study(const std::string& out_dir) {
   auto p = [&](int64_t i, int64_t j) { return static_cast<double>(P[static_cast<size_t>(i * encoding_dim + j)]); };
 
   // 1. Columns 6..9 against position: lower columns oscillate faster.
-  std::vector<sg::plot::Series> cols;
+  std::vector<sg::study::plot::Series> cols;
   for (int64_t c = 6; c < 10; ++c) {
-    sg::plot::Series s{"Col " + std::to_string(c), {}, {}};
+    sg::study::plot::Series s{"Col " + std::to_string(c), {}, {}};
     for (int64_t i = 0; i < num_steps; ++i) s.x.push_back(static_cast<double>(i)), s.y.push_back(p(i, c));
     cols.push_back(s);
   }
-  sg::plot::LineOptions lo;
+  sg::study::plot::LineOptions lo;
   lo.title = "Sinusoidal encoding: columns 6-9 against position";
   lo.xlabel = "Row (position)";
   lo.ylabel = "P[i, j]";
-  out.write("columns.svg", sg::plot::line_svg(cols, lo));
+  out.write("columns.svg", sg::study::plot::line_svg(cols, lo));
 
   // 2. The whole table as a heatmap.
   std::vector<std::vector<double>> rows(static_cast<size_t>(num_steps));
   for (int64_t i = 0; i < num_steps; ++i)
     for (int64_t j = 0; j < encoding_dim; ++j) rows[static_cast<size_t>(i)].push_back(p(i, j));
-  sg::plot::HeatmapOptions ho;
+  sg::study::plot::HeatmapOptions ho;
   ho.title = "Sinusoidal encoding P, " + std::to_string(num_steps) + " positions x " + std::to_string(encoding_dim) +
              " dimensions";
   ho.xlabel = "Column (encoding dimension)";
   ho.ylabel = "Row (position)";
   ho.colorbar_label = "P[i, j]";
   ho.width = 440, ho.height = 640;
-  out.write("heatmap.svg", sg::plot::heatmap_svg(rows, ho));
+  out.write("heatmap.svg", sg::study::plot::heatmap_svg(rows, ho));
 
   // 3. Binary: the lowest bit flips every number, higher bits ever more slowly,
   // as the frequencies fall along P's columns.

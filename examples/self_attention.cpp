@@ -15,7 +15,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "nn/plot.hpp"
+#include "study/plot.hpp"
 
 namespace {
 
@@ -56,15 +56,15 @@ void masking_the_future(const sg::nn::MultiHeadAttention& open, int64_t num_hidd
     for (int64_t k = 0; k < steps; ++k) std::printf(" %.3f", causal_w[static_cast<size_t>(q)][static_cast<size_t>(k)]);
     std::printf("\n");
   }
-  sg::plot::HeatmapOptions ho;
+  sg::study::plot::HeatmapOptions ho;
   ho.xlabel = "Key position";
   ho.ylabel = "Query position";
   ho.has_range = true;
   ho.colorbar_label = "attention weight";
   ho.title = "no mask (head 0)";
-  const std::string left = sg::plot::heatmap_svg(open_w, ho);
+  const std::string left = sg::study::plot::heatmap_svg(open_w, ho);
   ho.title = "causal mask (head 0)";
-  out.write("causal_attention.svg", sg::plot::grid_svg({left, sg::plot::heatmap_svg(causal_w, ho)}, 2,
+  out.write("causal_attention.svg", sg::study::plot::grid_svg({left, sg::study::plot::heatmap_svg(causal_w, ho)}, 2,
                                                        "masking the future: one sequence of " +
                                                            std::to_string(steps) + " tokens"));
 

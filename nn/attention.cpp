@@ -99,9 +99,15 @@ MultiHeadAttention::MultiHeadAttention(int64_t hiddens, int64_t heads, double dr
   if (hiddens <= 0 || heads <= 0 || hiddens % heads != 0)
     fail("MultiHeadAttention: num_heads ", heads, " must divide num_hiddens ", hiddens);
   const int64_t head_dim = hiddens / heads;
-  if (positions.kind != Positional::none && !in_attention(positions.kind))
+  if (positional_kind(positions.kind).acts == PositionsAct::embeddings) {
+    std::vector<std::string> taken;  // the kinds of the table attention takes: "none, relative, rotary or alibi"
+    for (const PositionalKind& k : positional_kinds())
+      if (k.acts != PositionsAct::embeddings) taken.push_back(k.name);
+    std::string list;
+    for (size_t i = 0; i < taken.size(); ++i) list += (i == 0 ? "" : i + 1 < taken.size() ? ", " : " or ") + taken[i];
     fail("MultiHeadAttention: positions '", positional_name(positions.kind),
-         "' are added to the embeddings, not carried by attention (none, relative, rotary or alibi)");
+         "' are added to the embeddings, not carried by attention (", list, ")");
+  }
   if (positions.kind == Positional::rotary && head_dim % 2 != 0)
     fail("MultiHeadAttention: rotary positions rotate pairs of features, so the head dimension "
          "must be even; num_hiddens ", hiddens, " / num_heads ", heads, " = ", head_dim);

@@ -18,7 +18,7 @@ namespace sg::nn {
 //     the key the whole batch's k-th dropout draws from gen (its Dropout's
 //     generator): its mask is the whole batch's, cut to these examples
 //     (sg::dropout with a DropoutKey). A data-parallel step gives each
-//     micro-batch one (nn/data_parallel.hpp).
+//     micro-batch one (parallel/data_parallel.hpp).
 // Only a dropout that masks (training, p > 0) takes a key.
 struct DropoutKeys {
   int64_t first = 0, count = 1;

@@ -9,34 +9,57 @@
 namespace sg::nn {
 
 namespace {
-constexpr Positional kAll[] = {Positional::none, Positional::sinusoidal, Positional::learned,
-                               Positional::relative, Positional::rotary, Positional::alibi};
+
+template <class Encoding>
+std::shared_ptr<AddedPositions> make(int64_t num_hiddens, double dropout, int64_t max_len) {
+  return std::make_shared<Encoding>(num_hiddens, dropout, max_len);
+}
+
 }  // namespace
 
-const char* positional_name(Positional p) {
-  switch (p) {
-    case Positional::none: return "none";
-    case Positional::sinusoidal: return "sinusoidal";
-    case Positional::learned: return "learned";
-    case Positional::relative: return "relative";
-    case Positional::rotary: return "rotary";
-    case Positional::alibi: return "alibi";
-  }
-  fail("positional_name: not a kind of positions (", static_cast<int>(p), ")");
+const std::vector<PositionalKind>& positional_kinds() {
+  static const std::vector<PositionalKind> kinds = {
+      {Positional::none, "none", PositionsAct::nowhere, "no positions: attention sees a bag of tokens", nullptr},
+      {Positional::sinusoidal, "sinusoidal", PositionsAct::embeddings,
+       "fixed sines and cosines added to the embeddings (d2l, Vaswani et al.)", make<PositionalEncoding>},
+      {Positional::learned, "learned", PositionsAct::embeddings,
+       "a trained vector per position added to the embeddings", make<LearnedPositionalEncoding>},
+      {Positional::relative, "relative", PositionsAct::attention,
+       "a trained vector per clipped offset j - i in the scores (Shaw et al.)", nullptr},
+      {Positional::rotary, "rotary", PositionsAct::attention,
+       "queries and keys rotated by their positions (RoPE, Su et al.)", nullptr},
+      {Positional::alibi, "alibi", PositionsAct::attention,
+       "a fixed penalty on the scores growing with |i - j| (ALiBi, Press et al.)", nullptr},
+  };
+  return kinds;
+}
+
+const PositionalKind& positional_kind(Positional p) {
+  const auto& kinds = positional_kinds();
+  const auto i = static_cast<size_t>(p);
+  if (i >= kinds.size() || kinds[i].kind != p)
+    fail("positional_kind: not a kind of positions (", static_cast<int>(p), ")");
+  return kinds[i];
+}
+
+const char* positional_name(Positional p) { return positional_kind(p).name; }
+
+std::vector<std::string> positional_names() {
+  std::vector<std::string> names;
+  for (const PositionalKind& k : positional_kinds()) names.push_back(k.name);
+  return names;
 }
 
 Positional parse_positional(const std::string& name) {
   std::string known;
-  for (Positional p : kAll) {
-    if (name == positional_name(p)) return p;
-    known += known.empty() ? positional_name(p) : std::string(", ") + positional_name(p);
+  for (const PositionalKind& k : positional_kinds()) {
+    if (name == k.name) return k.kind;
+    known += known.empty() ? k.name : std::string(", ") + k.name;
   }
   fail("positional encoding '", name, "' is not one of ", known);
 }
 
-bool in_attention(Positional p) {
-  return p == Positional::relative || p == Positional::rotary || p == Positional::alibi;
-}
+bool in_attention(Positional p) { return positional_kind(p).acts == PositionsAct::attention; }
 
 std::vector<double> alibi_slopes(int64_t num_heads) {
   if (num_heads <= 0) fail("alibi_slopes: num_heads must be positive, got ", num_heads);
@@ -65,7 +88,12 @@ Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t 
 
 }  // namespace
 
-PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_hiddens(d), max_len(len) {
+Tensor AddedPositions::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
+  return add_positions(who_, X, P, offset, *dropout, keys);
+}
+
+PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len)
+    : AddedPositions("PositionalEncoding", d, len) {
   if (d <= 0 || d % 2 != 0)
     fail("PositionalEncoding: num_hiddens must be positive and even (sin/cos pairs), got ", d);
   if (len <= 0) fail("PositionalEncoding: max_len must be positive, got ", len);
@@ -84,20 +112,12 @@ PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len) : num_h
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
 }
 
-Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
-  return add_positions("PositionalEncoding", X, P, offset, *dropout, keys);
-}
-
 LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, double p, int64_t len)
-    : num_hiddens(d), max_len(len) {
+    : AddedPositions("LearnedPositionalEncoding", d, len) {
   if (d <= 0 || len <= 0)
     fail("LearnedPositionalEncoding: num_hiddens ", d, " and max_len ", len, " must be positive");
   P = register_parameter("P", init::normal({1, len, d}, 0.0, 0.02));
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
-}
-
-Tensor LearnedPositionalEncoding::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
-  return add_positions("LearnedPositionalEncoding", X, P, offset, *dropout, keys);
 }
 
 }  // namespace sg::nn

@@ -1,5 +1,6 @@
 #pragma once
 // Positional encodings: what tells a self-attention layer where each token is.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -7,18 +8,47 @@
 
 namespace sg::nn {
 
-// Where a model gets token positions from, the one list of kinds for every
-// layer that takes positions:
+// Where a model gets token positions from. The kinds are one table,
+// positional_kinds() in positional.cpp: per kind its name, where it acts, a
+// line for --help and, for an encoding added to the embeddings, how to build
+// it. Parsing and printing names, the encoder (which module it builds),
+// attention (which kinds it carries), the study's properties panel and the
+// programs' flags all read that table:
 //   none                  nothing (self-attention alone is permutation-equivariant)
-//   sinusoidal, learned   an absolute encoding added to the embeddings
-//                         (PositionalEncoding, LearnedPositionalEncoding below)
+//   sinusoidal, learned   an encoding added to the embeddings (AddedPositions below)
 //   relative, rotary,     inside attention (MultiHeadAttention, nn/attention.hpp)
 //   alibi
-// A new kind is a value here, its name in positional.cpp, and its code in the
-// file that implements it.
+// A new kind is a value here, a row in the table, and its code: an
+// AddedPositions subclass, or its branch in MultiHeadAttention::forward.
 enum class Positional { none, sinusoidal, learned, relative, rotary, alibi };
+
+// Where a kind of positions acts.
+enum class PositionsAct {
+  nowhere,     // no positions at all
+  embeddings,  // a table added to the token embeddings (built by the row's `make`)
+  attention,   // inside every attention layer (MultiHeadAttention's AttentionPositions)
+};
+
+class AddedPositions;
+
+struct PositionalKind {
+  Positional kind;
+  const char* name;  // as flags, checkpoints and tables spell it
+  PositionsAct acts;
+  const char* help;  // one line, for a program's --help
+  // acts == embeddings: builds the encoding for (num_hiddens, dropout,
+  // max_len); null for every other kind.
+  std::shared_ptr<AddedPositions> (*make)(int64_t num_hiddens, double dropout, int64_t max_len);
+};
+
+// Every kind, in the enum's order.
+const std::vector<PositionalKind>& positional_kinds();
+// The row of `p`; throws for a value that is not a kind.
+const PositionalKind& positional_kind(Positional p);
 // "none", "sinusoidal", "learned", "relative", "rotary", "alibi"
 const char* positional_name(Positional p);
+// Every kind's name, in the table's order.
+std::vector<std::string> positional_names();
 // The kind named `name`; throws naming every kind when there is none.
 Positional parse_positional(const std::string& name);
 // True for the kinds attention carries itself (relative, rotary, alibi),
@@ -33,31 +63,41 @@ bool in_attention(Positional p);
 // every count.) Fixed, not trained. Returns m_1 .. m_num_heads.
 std::vector<double> alibi_slopes(int64_t num_heads);
 
+// An encoding added to the embeddings: forward adds rows [offset, offset + T)
+// of the table P to X and applies dropout; `offset` lets a decoder continue
+// past the tokens it has already emitted.
+class AddedPositions : public Module {
+ public:
+  // X: (B, T, num_hiddens) -> same shape; keys: the dropout's (nn/basic.hpp)
+  Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
+  Tensor P;  // (1, max_len, num_hiddens): a buffer or a parameter, as the subclass registers it
+  int64_t num_hiddens, max_len;
+  std::shared_ptr<Dropout> dropout;
+
+ protected:
+  // `who`: the subclass's name, for errors.
+  AddedPositions(const char* who, int64_t num_hiddens, int64_t max_len)
+      : num_hiddens(num_hiddens), max_len(max_len), who_(who) {}
+
+ private:
+  const char* who_;
+};
+
 // The fixed sinusoidal encoding of Dive into Deep Learning:
 //   P[i, 2j]   = sin(i / 10000^(2j / d))
 //   P[i, 2j+1] = cos(i / 10000^(2j / d))
-// for positions i < max_len. forward adds rows [offset, offset + T) of P to
-// X and applies dropout; `offset` lets a decoder continue past the tokens it
-// has already emitted. num_hiddens must be even (sin and cos come in pairs).
-class PositionalEncoding : public Module {
+// for positions i < max_len, a buffer: fixed, not trained. num_hiddens must
+// be even (sin and cos come in pairs).
+class PositionalEncoding : public AddedPositions {
  public:
   PositionalEncoding(int64_t num_hiddens, double dropout, int64_t max_len = 1000);
-  // X: (B, T, num_hiddens) -> same shape; keys: the dropout's (nn/basic.hpp)
-  Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
-  Tensor P;  // (1, max_len, num_hiddens), a buffer: fixed, not trained
-  int64_t num_hiddens, max_len;
-  std::shared_ptr<Dropout> dropout;
 };
 
-// A learned encoding: a trained (1, max_len, num_hiddens) parameter added to X,
+// A learned encoding: a trained (1, max_len, num_hiddens) parameter P added to X,
 // initialised N(0, 0.02^2). It knows nothing about positions it never saw in training.
-class LearnedPositionalEncoding : public Module {
+class LearnedPositionalEncoding : public AddedPositions {
  public:
   LearnedPositionalEncoding(int64_t num_hiddens, double dropout, int64_t max_len = 1000);
-  Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
-  Tensor P;  // (1, max_len, num_hiddens), a parameter
-  int64_t num_hiddens, max_len;
-  std::shared_ptr<Dropout> dropout;
 };
 
 }  // namespace sg::nn

@@ -48,20 +48,12 @@ Tensor TransformerEncoderBlock::forward(const Tensor& X, const Tensor& valid_len
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
   embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
-  switch (o.positional) {
-    case Positional::sinusoidal:
-      sinusoidal = register_module("pos_encoding", std::make_shared<PositionalEncoding>(o.num_hiddens, o.dropout, o.max_len));
-      break;
-    case Positional::learned:
-      learned = register_module("pos_encoding", std::make_shared<LearnedPositionalEncoding>(o.num_hiddens, o.dropout, o.max_len));
-      break;
-    case Positional::none:
-    case Positional::relative:
-    case Positional::rotary:
-    case Positional::alibi:
-      embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
-      break;
-  }
+  // The kinds' table says what the embeddings get: an encoding added to
+  // them, or (positions inside attention, or none) only dropout.
+  if (const PositionalKind& kind = positional_kind(o.positional); kind.make)
+    pos_encoding = register_module("pos_encoding", kind.make(o.num_hiddens, o.dropout, o.max_len));
+  else
+    embedding_dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
   const AttentionPositions positions{.kind = in_attention(o.positional) ? o.positional : Positional::none,
                                      .max_distance = o.max_distance,
                                      .relative_values = o.relative_values};
@@ -77,9 +69,7 @@ Tensor TransformerEncoder::forward(const Tensor& ids, const Tensor& valid_lens, 
                                    std::vector<Tensor>* attention_weights) const {
   if (ids.dim() != 2) fail("TransformerEncoder: ids must be (batch, steps), got ", ids.shape());
   Tensor X = embedding->forward(ids) * std::sqrt(static_cast<double>(options.num_hiddens));
-  if (sinusoidal) X = sinusoidal->forward(X, 0, dropout_keys);
-  else if (learned) X = learned->forward(X, 0, dropout_keys);
-  else X = embedding_dropout->forward(X, dropout_keys);
+  X = pos_encoding ? pos_encoding->forward(X, 0, dropout_keys) : embedding_dropout->forward(X, dropout_keys);
   if (attention_weights) attention_weights->assign(blocks.size(), Tensor());
   for (size_t i = 0; i < blocks.size(); ++i)
     X = blocks[i]->forward(X, valid_lens, dropout_keys, attention_weights ? &(*attention_weights)[i] : nullptr);

@@ -57,7 +57,7 @@ struct TransformerEncoderOptions {
   int64_t num_heads = 4;
   int64_t num_blocks = 2;
   double dropout = 0.1;
-  Positional positional = Positional::sinusoidal;
+  Positional positional = Positional::sinusoidal;  // a row of positional_kinds() (nn/positional.hpp)
   int64_t max_len = 1000;      // sinusoidal and learned: the longest sequence
   int64_t max_distance = 8;    // relative: offsets clipped to [-max_distance, max_distance]
   bool relative_values = true;  // relative: also the values' table (false: keys only)
@@ -81,9 +81,8 @@ class TransformerEncoder : public Module {
 
   TransformerEncoderOptions options;
   std::shared_ptr<Embedding> embedding;
-  std::shared_ptr<PositionalEncoding> sinusoidal;     // set when positional == sinusoidal
-  std::shared_ptr<LearnedPositionalEncoding> learned;  // set when positional == learned
-  std::shared_ptr<Dropout> embedding_dropout;          // none, relative, rotary
+  std::shared_ptr<AddedPositions> pos_encoding;  // set when the kind acts on the embeddings
+  std::shared_ptr<Dropout> embedding_dropout;    // set otherwise (none, or positions in attention)
   std::vector<std::shared_ptr<TransformerEncoderBlock>> blocks;
   std::shared_ptr<LayerNorm> final_ln;                 // set when pre_norm
 };

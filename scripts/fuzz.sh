@@ -15,11 +15,11 @@ cxx=${FUZZ_CXX:-clang++}
 out=build/fuzz
 mkdir -p "$out/corpus"
 
-# Only what the reader needs: the file format (nn/safetensors.cpp) and
+# Only what the reader needs: the file format (checkpoint/safetensors.cpp) and
 # tensors (core/tensor.cpp, its allocator, fill_ in core/kernels/unary.cpp). No BLIS,
 # and no -fopenmp: clang's would bring LLVM's OpenMP runtime, and without it
 # the few `omp` pragmas in these files are ignored (loops run on one thread).
-sources=(tests/fuzz/fuzz_safetensors.cpp nn/safetensors.cpp core/tensor.cpp core/allocator.cpp core/kernels/unary.cpp)
+sources=(tests/fuzz/fuzz_safetensors.cpp checkpoint/safetensors.cpp core/tensor.cpp core/allocator.cpp core/kernels/unary.cpp)
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Wno-unknown-pragmas -I. "${sources[@]}" -o "$out/fuzz_safetensors"
 

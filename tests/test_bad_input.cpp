@@ -32,7 +32,7 @@
 #include "nn/basic.hpp"
 #include "nn/linear.hpp"
 #include "nn/loss.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 #include "nn/positional.hpp"
 #include "nn/transformer.hpp"
 

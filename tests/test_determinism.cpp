@@ -1,4 +1,4 @@
-// Determinism: training the tiny encoder (nn/encoder_training.hpp's
+// Determinism: training the tiny encoder (study/encoder_training.hpp's
 // model and data, with dropout on, so the generator matters) gives
 //   * bitwise-identical loss curves and weights for the same seed and
 //     thread count,
@@ -25,9 +25,9 @@
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/encoder_training.hpp"
-#include "nn/optim.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "study/encoder_training.hpp"
+#include "optim/optim.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -35,8 +35,8 @@ namespace {
 // The tiny encoder of train_encoder (vocab 16, 64 hiddens, 4 heads, FFN 128,
 // 2 blocks, batch 64: big enough that elementwise and row-wise kernels take
 // their OpenMP paths on 2 threads), with dropout.
-sg::training::Config tiny_config() {
-  sg::training::Config c;
+sg::study::Config tiny_config() {
+  sg::study::Config c;
   c.task = "shift";
   c.dropout = 0.1;
   return c;
@@ -51,11 +51,11 @@ struct Threads {
 
 // A model with its optimizer and schedule, stepped one batch at a time.
 struct Trainer {
-  sg::training::Config c;
-  sg::training::Model model;
+  sg::study::Config c;
+  sg::study::Model model;
   sg::optim::AdamW opt;
   sg::optim::Schedule schedule;
-  explicit Trainer(const sg::training::Config& config)
+  explicit Trainer(const sg::study::Config& config)
       : c(config),
         model(c),
         opt(model.parameters(), {.lr = 3e-3, .weight_decay = 0.01}),
@@ -64,8 +64,8 @@ struct Trainer {
   }
   // One training step; returns the loss.
   double step() {
-    const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, sg::default_generator());
-    const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::training::kIgnore);
+    const sg::study::Batch b = sg::study::make_batch(c, c.batch, c.min_len, c.max_len, sg::default_generator());
+    const sg::Tensor loss = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::study::kIgnore);
     opt.zero_grad();
     sg::backward(loss);
     sg::optim::clip_grad_norm(model.parameters(), 1.0);
@@ -146,7 +146,7 @@ TEST_CASE("resuming from a checkpoint continues the encoder's training bitwise",
   sg::manual_seed(3);
   Trainer whole(tiny_config());
   whole.steps(first);
-  sg::nn::save_checkpoint(path, whole.model, &whole.opt, {}, &sg::default_generator());
+  sg::checkpoint::save(path, whole.model, &whole.opt, {}, &sg::default_generator());
   const std::vector<double> expected = whole.steps(second);
 
   // Resumed: another seed gives other weights and another random stream;
@@ -154,7 +154,7 @@ TEST_CASE("resuming from a checkpoint continues the encoder's training bitwise",
   sg::manual_seed(99);
   Trainer resumed(tiny_config());
   REQUIRE(resumed.weights() != whole.weights());
-  sg::nn::load_checkpoint(path, resumed.model, &resumed.opt, &sg::default_generator());
+  sg::checkpoint::load(path, resumed.model, &resumed.opt, &sg::default_generator());
   CHECK(resumed.opt.step_count() == first);
   const std::vector<double> got = resumed.steps(second);
   std::filesystem::remove(path);

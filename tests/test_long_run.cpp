@@ -17,8 +17,8 @@
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
-#include "nn/encoder_training.hpp"
-#include "nn/optim.hpp"
+#include "study/encoder_training.hpp"
+#include "optim/optim.hpp"
 #include "test_util.hpp"
 
 using test_util::resident_bytes;
@@ -32,7 +32,7 @@ TEST_CASE("a thousand encoder training steps keep graph nodes and resident memor
   const int steps = 1000;
 #endif
   const int baseline_step = 100;
-  sg::training::Config c;
+  sg::study::Config c;
   c.hidden = 32;
   c.heads = 4;
   c.ffn = 64;
@@ -40,9 +40,9 @@ TEST_CASE("a thousand encoder training steps keep graph nodes and resident memor
   c.dropout = 0.1;
   sg::set_num_threads(1);
   sg::manual_seed(0);
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   sg::optim::AdamW opt(model.parameters(), {.lr = 3e-3});
-  const sg::training::EvalSet eval_set = sg::training::make_eval_set(c, c.min_len, c.max_len, 1);
+  const sg::study::EvalSet eval_set = sg::study::make_eval_set(c, c.min_len, c.max_len, 1);
   sg::Generator data(1);
   const int64_t nodes_before = sg::Node::live_count();
 
@@ -50,9 +50,9 @@ TEST_CASE("a thousand encoder training steps keep graph nodes and resident memor
   long rss_baseline = 0;
   double first_loss = 0, loss = 0;
   for (int step = 1; step <= steps; ++step) {
-    const sg::training::Batch b = sg::training::make_batch(c, c.batch, c.min_len, c.max_len, data);
+    const sg::study::Batch b = sg::study::make_batch(c, c.batch, c.min_len, c.max_len, data);
     {
-      const sg::Tensor l = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::training::kIgnore);
+      const sg::Tensor l = sg::cross_entropy(model.forward(b.ids, b.valid_lens), b.labels, sg::study::kIgnore);
       opt.zero_grad();
       sg::backward(l);
       sg::optim::clip_grad_norm(model.parameters(), 1.0);
@@ -60,7 +60,7 @@ TEST_CASE("a thousand encoder training steps keep graph nodes and resident memor
       loss = l.item<double>();
     }
     if (step == 1) first_loss = loss;
-    if (step % 100 == 0) sg::training::evaluate(model, eval_set);
+    if (step % 100 == 0) sg::study::evaluate(model, eval_set);
     max_nodes = std::max(max_nodes, sg::Node::live_count() - nodes_before);
     if (step == baseline_step) rss_baseline = resident_bytes();
   }

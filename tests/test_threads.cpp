@@ -26,8 +26,8 @@
 #include "core/tensor.hpp"
 #include "nn/attention.hpp"
 #include "nn/basic.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/data_parallel.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "parallel/data_parallel.hpp"
 #include "nn/linear.hpp"
 #include "nn/transformer.hpp"
 #include "test_util.hpp"
@@ -164,7 +164,7 @@ TEST_CASE("threads: each thread with its own generator gets a reproducible strea
 }
 
 TEST_CASE("threads: a data-parallel step's micro-batches share the step's dropout keys", "[threads]") {
-  // The workers ask for the same keys at once (nn/data_parallel.cpp, under
+  // The workers ask for the same keys at once (parallel/data_parallel.cpp, under
   // a lock): the summed gradient is the whole batch's masks, bit for bit.
   sg::nn::Dropout drop(0.5);
   Tensor w = sg::ones({8, 64}, sg::float64).set_requires_grad();
@@ -176,8 +176,8 @@ TEST_CASE("threads: a data-parallel step's micro-batches share the step's dropou
   const Tensor whole = sg::clone(w.grad());
   w.set_grad(Tensor());
   sg::manual_seed(12);
-  sg::nn::DataParallel dp({w}, kThreads);
-  dp.backward(8, [&](const sg::nn::MicroBatch& m) {
+  sg::parallel::DataParallel dp({w}, kThreads);
+  dp.backward(8, [&](const sg::parallel::MicroBatch& m) {
     return forward(sg::slice(w, 0, m.first, m.first + m.count), m.dropout_keys);
   });
   CHECK(same_bits(w.grad(), whole));
@@ -276,7 +276,7 @@ TEST_CASE("threads: checkpoint saves from several threads to one path never shar
   std::vector<std::string> errors(kThreads);
   run_threads(kThreads, [&](int t) {
     try {
-      for (int rep = 0; rep < 10; ++rep) sg::nn::save_checkpoint(path, *models[t]);
+      for (int rep = 0; rep < 10; ++rep) sg::checkpoint::save(path, *models[t]);
     } catch (const std::exception& e) {
       errors[t] = e.what();
     }
@@ -287,7 +287,7 @@ TEST_CASE("threads: checkpoint saves from several threads to one path never shar
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   CHECK(names == std::vector<std::string>{"model.safetensors"});
   sg::nn::Linear loaded(64, 64);
-  sg::nn::load_checkpoint(path, loaded);
+  sg::checkpoint::load(path, loaded);
   int matches = 0;
   for (int t = 0; t < kThreads; ++t) matches += same_bits(loaded.weight, models[t]->weight) && same_bits(loaded.bias, models[t]->bias);
   CHECK(matches == 1);

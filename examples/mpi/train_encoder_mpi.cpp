@@ -31,15 +31,15 @@
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
 #include "distributed/mpi_data_parallel.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/encoder_training.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "study/encoder_training.hpp"
 #include "nn/positional.hpp"
 
 namespace {
 
-using sg::training::Config;
+using sg::study::Config;
 
-std::string curve_csv(const sg::training::Result& r) {
+std::string curve_csv(const sg::study::Result& r) {
   std::ostringstream f;
   f.precision(12);
   f << "step,loss,train_batch_accuracy,eval_accuracy,grad_norm\n";
@@ -60,7 +60,7 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
     out->expect("checkpoint.safetensors");
   }
   sg::manual_seed(c.seed);  // the same initial parameters on every rank
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   if (float64) model.to(sg::float64);
   sg::distributed::MpiDataParallel dp(model.parameters(), MPI_COMM_WORLD, threads);
   dp_ptr = &dp;
@@ -70,12 +70,12 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
               << dp.values_per_step() << " gradient values summed per step), global batch " << c.batch << "\n";
   // A step: this rank's shard of the global batch, summed over the ranks;
   // the accuracy counts are summed with them.
-  const sg::training::StepFn step = [&](const sg::training::Model& m, const sg::training::Batch& b, bool count_right) {
-    sg::training::StepOutcome done;
-    const int64_t labelled = sg::training::labelled_count(b.labels);
+  const sg::study::StepFn step = [&](const sg::study::Model& m, const sg::study::Batch& b, bool count_right) {
+    sg::study::StepOutcome done;
+    const int64_t labelled = sg::study::labelled_count(b.labels);
     std::vector<int64_t> right(static_cast<size_t>(threads), 0);
-    done.loss = dp_ptr->backward(b.ids.shape()[0], [&](const sg::nn::MicroBatch& mb) {
-      return sg::training::micro_batch_loss(m, b, mb, labelled,
+    done.loss = dp_ptr->backward(b.ids.shape()[0], [&](const sg::parallel::MicroBatch& mb) {
+      return sg::study::micro_batch_loss(m, b, mb, labelled,
                                             count_right ? &right[static_cast<size_t>(mb.index)] : nullptr);
     });
     if (count_right) {
@@ -87,16 +87,16 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
     }
     return done;
   };
-  const sg::training::Progress progress = [&](int64_t s, int64_t steps, double loss, double acc, double tps, double) {
+  const sg::study::Progress progress = [&](int64_t s, int64_t steps, double loss, double acc, double tps, double) {
     if (rank == 0)
       std::printf("step %lld/%lld  loss %.6f  acc %.3f  %.0f tokens/s\n", static_cast<long long>(s),
                   static_cast<long long>(steps), loss, acc, tps * ranks);
     std::fflush(stdout);
   };
-  const sg::training::Result r = sg::training::train(model, c, progress, &examples::g_stop, step);
+  const sg::study::Result r = sg::study::train(model, c, progress, &examples::g_stop, step);
   if (rank == 0) {
     out->write("curve.csv", curve_csv(r));
-    sg::nn::save_checkpoint(out->stage("checkpoint.safetensors"), model);
+    sg::checkpoint::save(out->stage("checkpoint.safetensors"), model);
     out->commit();
     std::printf("accuracy on training lengths %.3f, on longer lengths %.3f, %.1f s\nwrote %s/{curve.csv,checkpoint.safetensors}\n",
                 r.acc_train_lengths, r.acc_longer, r.seconds, out->dir().c_str());
@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
   int threads = 1;
   int64_t seed = 0;
   bool float64 = false;
-  flags.choice("--task", c.task, "the synthetic task to learn", sg::training::task_names());
+  flags.choice("--task", c.task, "the synthetic task to learn", sg::study::task_names());
   flags.choice("--positional", positional, "how the model is told where each token is",
-               {"none", "sinusoidal", "learned", "relative", "rotary"});
+               sg::nn::positional_names());
   flags.whole("--steps", c.steps, "training steps", 1, 10000000);
   flags.whole("--batch", c.batch, "global batch: sequences per step over all ranks", 1, 65536);
   flags.whole("--eval-every", c.eval_every, "steps between evaluations", 1, 10000000);

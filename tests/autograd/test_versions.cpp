@@ -18,7 +18,7 @@
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "nn/linear.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 
 using Catch::Matchers::Contains;
 using sg::Tensor;

@@ -1,4 +1,4 @@
-// libFuzzer target for the safetensors reader (nn/safetensors.cpp): any
+// libFuzzer target for the safetensors reader (checkpoint/safetensors.cpp): any
 // bytes must either parse into tensors that account for every byte of the
 // file, or be refused with sg::Error. Anything else (a crash, a sanitizer
 // report, another exception, a hang) is a bug. Built and run by
@@ -8,13 +8,13 @@
 #include <cstring>
 #include <string>
 
-#include "nn/checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  sg::nn::SafetensorsFile file;
+  sg::checkpoint::SafetensorsFile file;
   try {
-    file = sg::nn::parse_safetensors(bytes, "fuzz-input");
+    file = sg::checkpoint::parse_safetensors(bytes, "fuzz-input");
   } catch (const sg::Error&) {
     return 0;  // refused with a message: what a bad file should get
   }

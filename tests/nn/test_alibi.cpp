@@ -93,8 +93,7 @@ TEST_CASE("ALiBi is a kind of positions carried by attention", "[nn][positions][
   CHECK(alibi.parameter_count() == plain.parameter_count());
   // The encoder adds nothing to its embeddings and passes the kind to every block.
   sg::nn::TransformerEncoder encoder(test_util::tiny_encoder(Positional::alibi));
-  CHECK_FALSE(encoder.sinusoidal);
-  CHECK_FALSE(encoder.learned);
+  CHECK_FALSE(encoder.pos_encoding);
   for (const auto& block : encoder.blocks) CHECK(block->attention->positions.kind == Positional::alibi);
 }
 

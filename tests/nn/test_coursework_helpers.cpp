@@ -18,11 +18,11 @@
 #include "core/kernels.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/encoder_training.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "study/encoder_training.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
-#include "nn/plot.hpp"
+#include "study/plot.hpp"
 
 using Catch::Contains;
 
@@ -102,12 +102,12 @@ TEST_CASE("plot::write_file replaces a file whole and leaves nothing behind when
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string path = (dir / "a.svg").string();
-  sg::plot::write_file(path, "first");
-  sg::plot::write_file(path, "second, longer");
+  sg::study::plot::write_file(path, "first");
+  sg::study::plot::write_file(path, "second, longer");
   REQUIRE(read(path) == "second, longer");
   fs::create_directories(dir / "taken.svg");  // a folder where the file should go
-  REQUIRE_THROWS_WITH(sg::plot::write_file((dir / "taken.svg").string(), "x"), Contains("taken.svg"));
-  REQUIRE_THROWS_WITH(sg::plot::write_file((dir / "missing" / "b.svg").string(), "x"), Contains("b.svg"));
+  REQUIRE_THROWS_WITH(sg::study::plot::write_file((dir / "taken.svg").string(), "x"), Contains("taken.svg"));
+  REQUIRE_THROWS_WITH(sg::study::plot::write_file((dir / "missing" / "b.svg").string(), "x"), Contains("b.svg"));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   REQUIRE(files == 1);  // a.svg only: no temporary left
@@ -115,17 +115,17 @@ TEST_CASE("plot::write_file replaces a file whole and leaves nothing behind when
 }
 
 TEST_CASE("training stops at the next step when asked, and refuses a shift with nothing to learn", "[training]") {
-  sg::training::Config c;
+  sg::study::Config c;
   c.steps = 50;
   c.eval_every = 10;
   sg::manual_seed(0);
-  sg::training::Model model(c);
+  sg::study::Model model(c);
   std::atomic<bool> stop{true};
-  REQUIRE_THROWS_WITH(sg::training::train(model, c, nullptr, &stop), Contains("stopped before step 1 of 50"));
+  REQUIRE_THROWS_WITH(sg::study::train(model, c, nullptr, &stop), Contains("stopped before step 1 of 50"));
   c.shift = 12;  // = max_len: every label would be 0
-  REQUIRE_THROWS_WITH(sg::training::check_config(c), Contains("shift 12 must be less than max_len 12"));
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("shift 12 must be less than max_len 12"));
   c.task = "sort";  // shift does not matter for the other tasks
-  REQUIRE_NOTHROW(sg::training::check_config(c));
+  REQUIRE_NOTHROW(sg::study::check_config(c));
 }
 
 TEST_CASE("load_checkpoint refuses a NaN or an infinity in a weight, naming the tensor", "[checkpoint]") {
@@ -138,10 +138,10 @@ TEST_CASE("load_checkpoint refuses a NaN or an infinity in a weight, naming the 
       sg::NoGradGuard no_grad;
       saved.bias.data<float>()[1] = static_cast<float>(bad);
     }
-    sg::nn::save_checkpoint(path, saved);
+    sg::checkpoint::save(path, saved);
     sg::nn::Linear loaded(3, 2);
     const std::vector<float> before = loaded.weight.to_vector<float>();
-    REQUIRE_THROWS_WITH(sg::nn::load_checkpoint(path, loaded),
+    REQUIRE_THROWS_WITH(sg::checkpoint::load(path, loaded),
                         Contains("tensor 'bias' (2)") && Contains("at element 1") && Contains(path));
     REQUIRE(loaded.weight.to_vector<float>() == before);  // nothing changed
   }

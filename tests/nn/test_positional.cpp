@@ -4,7 +4,9 @@
 
 #include "core/random.hpp"
 #include "core/tensor.hpp"
+#include "nn/attention.hpp"
 #include "nn/positional.hpp"
+#include "nn/transformer.hpp"
 
 #include <cmath>
 #include <functional>
@@ -73,4 +75,39 @@ TEST_CASE("parse_positional knows all six kinds", "[nn][positions]") {
     REQUIRE(sg::nn::parse_positional(sg::nn::positional_name(kind)) == kind);
   REQUIRE_THROWS_WITH(sg::nn::parse_positional("t5"),
                       "positional encoding 't5' is not one of none, sinusoidal, learned, relative, rotary, alibi");
+}
+
+TEST_CASE("The kinds' table: one row per kind, and what the encoder and attention build from it",
+          "[nn][positions]") {
+  using sg::nn::Positional;
+  using sg::nn::PositionsAct;
+  const auto& kinds = sg::nn::positional_kinds();
+  REQUIRE(kinds.size() == 6);
+  REQUIRE(sg::nn::positional_names() ==
+          std::vector<std::string>{"none", "sinusoidal", "learned", "relative", "rotary", "alibi"});
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const sg::nn::PositionalKind& k = kinds[i];
+    INFO(k.name);
+    CHECK(static_cast<size_t>(k.kind) == i);  // rows in the enum's order
+    CHECK(&sg::nn::positional_kind(k.kind) == &k);
+    CHECK(sg::nn::parse_positional(k.name) == k.kind);
+    CHECK(std::string(k.help).find('\n') == std::string::npos);
+    CHECK(!std::string(k.help).empty());
+    // A builder exactly for the encodings added to the embeddings.
+    CHECK((k.make != nullptr) == (k.acts == PositionsAct::embeddings));
+    CHECK(sg::nn::in_attention(k.kind) == (k.acts == PositionsAct::attention));
+    // The encoder: the row's module on the embeddings, or only dropout.
+    sg::nn::TransformerEncoder encoder(tiny_encoder(k.kind));
+    CHECK((encoder.pos_encoding != nullptr) == (k.acts == PositionsAct::embeddings));
+    CHECK((encoder.embedding_dropout != nullptr) == (k.acts != PositionsAct::embeddings));
+    for (const auto& block : encoder.blocks)
+      CHECK(block->attention->positions.kind == (k.acts == PositionsAct::attention ? k.kind : Positional::none));
+  }
+  CHECK(dynamic_cast<sg::nn::PositionalEncoding*>(sg::nn::positional_kind(Positional::sinusoidal).make(4, 0.0, 5).get()));
+  CHECK(dynamic_cast<sg::nn::LearnedPositionalEncoding*>(sg::nn::positional_kind(Positional::learned).make(4, 0.0, 5).get()));
+  REQUIRE_THROWS_WITH(sg::nn::positional_kind(static_cast<Positional>(17)), Contains("not a kind of positions (17)"));
+  // Attention refuses the kinds added to the embeddings, naming those it takes.
+  REQUIRE_THROWS_WITH(sg::nn::MultiHeadAttention(8, 2, 0.0, false, false, {.kind = Positional::learned}),
+                      Contains("positions 'learned' are added to the embeddings") &&
+                          Contains("(none, relative, rotary or alibi)"));
 }

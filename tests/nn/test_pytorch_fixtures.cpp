@@ -30,9 +30,9 @@
 #include "core/tensor.hpp"
 #include "nn/attention.hpp"
 #include "nn/basic.hpp"
-#include "nn/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 #include "nn/module.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 #include "nn/positional.hpp"
 #include "nn/transformer.hpp"
 #include "test_util.hpp"
@@ -49,7 +49,7 @@ namespace {
 
 struct Fixture {
   std::string name;
-  sg::nn::SafetensorsFile file;
+  sg::checkpoint::SafetensorsFile file;
 
   const Tensor& at(const std::string& key) const {
     auto it = file.tensors.find(key);
@@ -82,7 +82,7 @@ struct Fixture {
 
 Fixture load_fixture(const std::string& name) {
   if (std::getenv("SMALLGRAD_FIXTURES_VERBOSE")) std::cout << name << "\n";
-  return {name, sg::nn::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/" + name + ".safetensors")};
+  return {name, sg::checkpoint::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/" + name + ".safetensors")};
 }
 
 struct Tolerance {

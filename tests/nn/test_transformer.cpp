@@ -72,8 +72,7 @@ TEST_CASE("Encoders with relative or rotary positions add nothing to the embeddi
   for (Positional kind : {Positional::relative, Positional::rotary}) {
     sg::nn::TransformerEncoder encoder(tiny_encoder(kind));
     INFO(sg::nn::positional_name(kind));
-    REQUIRE(encoder.sinusoidal == nullptr);
-    REQUIRE(encoder.learned == nullptr);
+    REQUIRE(encoder.pos_encoding == nullptr);
     REQUIRE(encoder.embedding_dropout != nullptr);
     REQUIRE(encoder.final_ln == nullptr);
     // Sequences longer than max_len are fine: nothing is indexed by absolute position.

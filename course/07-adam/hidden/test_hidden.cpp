@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/tensor.hpp"
-#include "nn/optim.hpp"
+#include "optim/optim.hpp"
 #include "hidden_util.hpp"
 
 using namespace hidden;

@@ -1,0 +1,43 @@
+#pragma once
+// Running the study's trainings: a live progress line for one run, and the
+// pool that runs a comparison's trainings side by side.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "study/encoder_training.hpp"
+
+namespace sg::study {
+
+// One live line on stderr when it is a terminal (rewritten in place), a line
+// per report otherwise.
+Progress progress_line(const std::string& label);
+
+// One training of a comparison, and what is kept of it.
+struct Job {
+  Config c;
+  std::string label;
+  bool keep_model = false;  // the first seed of each task and encoding: its positions are drawn
+  Result r;
+  std::unique_ptr<Model> model;  // built before training; kept after it if keep_model
+};
+
+// Runs the trainings side by side, each on one thread of its own
+// (sg::ThreadCountGuard(1)), as many at once as the library's thread count
+// (the free cores, or --threads): independent trainings are the parallelism,
+// and a small model's step gains little from more threads. Every model is
+// built first, in job order, on this thread, from the default generator
+// seeded with its seed, and its dropouts then draw from a copy of that
+// generator where construction left it: each training draws exactly what it
+// drew when the runs went one after another on the default generator, so the
+// results are the same bits however many run at once. They land in job
+// order. The first error stops the others and is rethrown once all have
+// stopped; so does `stop` becoming true (a signal handler sets it).
+// The runs with the most steps start first, so that the last to finish is a
+// short one. Progress goes to stderr: on a terminal one line rewritten in
+// place (runs done of N, elapsed, an estimate of the time left) with each
+// finished run's result above it, otherwise a plain line per finished run.
+void run_side_by_side(const std::vector<Job*>& jobs, const std::atomic<bool>* stop);
+
+}  // namespace sg::study
