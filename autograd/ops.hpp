@@ -19,6 +19,7 @@
 //   autograd/ops/dropout.cpp     dropout (counter-based mask, never stored)
 //   autograd/ops/cross_entropy.cpp cross_entropy (fused log-softmax)
 //   autograd/ops/softplus.cpp    softplus
+//   autograd/ops/compare.cpp     eq, ne, lt, le, gt, ge (masks, no gradient)
 //
 // Ops that are compositions of others (sub, neg, mean, scalar arithmetic)
 // have no backward of their own.
@@ -29,12 +30,17 @@
 #include <vector>
 
 #include "autograd/node.hpp"
+#include "autograd/ops/compare.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 
 namespace sg {
 
 // ---- arithmetic, broadcasting like NumPy ----
+// Both tensors of one dtype. int64 tensors (no gradient) add, subtract,
+// multiply and negate to int64, also with a whole-number scalar (lens - 1);
+// a fractional scalar with an int64 tensor, and `/` on int64, throw: the
+// result would not be int64 (convert with kernel::to(x, float32) first).
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
