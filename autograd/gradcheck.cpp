@@ -14,10 +14,11 @@
 namespace sg {
 namespace {
 
-// y evaluated without recording a graph.
+// y evaluated without recording a graph, as a copy: fn may return a view
+// of an input (reshape), which the next perturbation would change.
 Tensor evaluate(const std::function<Tensor()>& fn) {
   NoGradGuard no_grad;
-  return fn();
+  return clone(fn());
 }
 
 // NaN counts as the largest (std::max would drop it).
@@ -99,6 +100,7 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
   }
 
   for (size_t i = 0; i < leaves.size(); ++i) {
+    if (which[i].empty()) continue;  // int64, or empty
     double* data = leaves[i].data<double>();
     GradcheckLeafSummary& part = r.per_input[i];
     for (size_t s = 0; s < which[i].size(); ++s) {
