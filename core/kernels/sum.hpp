@@ -114,18 +114,23 @@ void sum_rows(int64_t rows, int64_t width, T* out, const AddRow& add_row) {
   }
   const int64_t leaves = (rows + kSumLeafRows - 1) / kSumLeafRows;
   const int slots = std::bit_width(static_cast<uint64_t>(leaves)) + 1;
-  std::vector<T> stack(static_cast<size_t>(slots * width));
+  // Each partial row starts on a 64-byte boundary: AVX-512 stores that
+  // straddle two cache lines made the column sums 1.6 times slower.
+  constexpr int64_t kLine = 64 / sizeof(T);
+  const int64_t stride = (width + kLine - 1) / kLine * kLine;
+  std::vector<T> buffer(static_cast<size_t>(slots * stride + kLine));
+  T* const stack = buffer.data() + (kLine - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(T) % kLine) % kLine;
   int level[64];
   int top = 0;  // partial rows on the stack
   for (int64_t leaf = 0; leaf < leaves; ++leaf) {
-    T* p = stack.data() + top * width;
+    T* p = stack + top * stride;
     std::fill(p, p + width, T(0));
     for (int64_t r = leaf * kSumLeafRows; r < std::min(rows, (leaf + 1) * kSumLeafRows); ++r) add_row(r, p);
     level[top++] = 0;
     // Carry: two partials of the same level (the same number of leaves) become one of the next.
     while (top >= 2 && level[top - 2] == level[top - 1]) {
-      T* __restrict a = stack.data() + (top - 2) * width;
-      const T* __restrict b = stack.data() + (top - 1) * width;
+      T* __restrict a = stack + (top - 2) * stride;
+      const T* __restrict b = stack + (top - 1) * stride;
       for (int64_t i = 0; i < width; ++i) a[i] += b[i];
       --top;
       ++level[top - 1];
@@ -133,11 +138,11 @@ void sum_rows(int64_t rows, int64_t width, T* out, const AddRow& add_row) {
   }
   // What is left (rows not a power of two leaves): smallest into the next, down to the bottom.
   for (; top >= 2; --top) {
-    T* __restrict a = stack.data() + (top - 2) * width;
-    const T* __restrict b = stack.data() + (top - 1) * width;
+    T* __restrict a = stack + (top - 2) * stride;
+    const T* __restrict b = stack + (top - 1) * stride;
     for (int64_t i = 0; i < width; ++i) a[i] += b[i];
   }
-  std::copy(stack.data(), stack.data() + width, out);
+  std::copy(stack, stack + width, out);
 }
 
 }  // namespace sg::kernel
