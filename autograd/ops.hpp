@@ -20,6 +20,7 @@
 //   layer_norm     layer_norm (fused)
 //   dropout        dropout (counter-based mask, never stored)
 //   cross_entropy  cross_entropy (fused log-softmax)
+//   compare        eq, ne, lt, le, gt, ge (masks, no gradient)
 //
 // The library and its tests include only the op headers they call, so that
 // changing one op rebuilds only the files that call it: they are compiled
@@ -42,3 +43,4 @@
 #include "autograd/ops/layer_norm.hpp"
 #include "autograd/ops/dropout.hpp"
 #include "autograd/ops/cross_entropy.hpp"
+#include "autograd/ops/compare.hpp"

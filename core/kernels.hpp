@@ -32,7 +32,8 @@ Tensor relu(const Tensor& x);
 Tensor pow(const Tensor& x, double exponent);
 // The tanh approximation of GELU, as GPT-2 and PyTorch's gelu(approximate='tanh').
 Tensor gelu(const Tensor& x);
-// y = x * alpha + beta, one pass.
+// y = x * alpha + beta, one pass. int64 x: alpha and beta must be whole
+// numbers, and the result is int64.
 Tensor affine(const Tensor& x, double alpha, double beta);
 
 // ---- elementwise binary, broadcasting (core/kernels/binary.cpp) ----

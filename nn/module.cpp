@@ -105,7 +105,7 @@ namespace {
 // Converts t's data to dtype under the same handle (layers keep their member
 // handles); its gradient is dropped.
 void convert_in_place(const Tensor& t, DType dtype) {
-  if (t.dtype() == dtype || !is_floating(t.dtype())) return;
+  if (t.dtype() == dtype || !is_floating(t.dtype()) || !is_floating(dtype)) return;
   const Tensor c = kernel::to(t, dtype);
   TensorImpl* impl = t.impl();
   impl->storage = c.impl()->storage;
@@ -117,6 +117,12 @@ void convert_in_place(const Tensor& t, DType dtype) {
 }  // namespace
 
 void Module::to(DType dtype) {
+  // Checked before anything converts: an int64 parameter would still require
+  // grad, which every other path (register_parameter, set_requires_grad,
+  // the optimizers) refuses; convert_in_place is the only way a tensor's dtype changes.
+  if (!is_floating(dtype))
+    fail("Module::to: cannot convert the parameters to ", dtype,
+         "; parameters require grad, so they are float32 or float64");
   for (const auto& [name, t] : named_parameters()) convert_in_place(t, dtype);
   for (const auto& [name, t] : named_buffers()) convert_in_place(t, dtype);
 }

@@ -57,7 +57,8 @@ class Module {
   // the tensor and both shapes, leaving the model unchanged.
   void load_state_dict(const StateDict& state);
 
-  // Converts every parameter and buffer to dtype in place (for gradcheck in float64).
+  // Converts every float parameter and buffer to dtype, float32 or float64,
+  // in place (for gradcheck in float64); int64 buffers stay. int64 throws.
   void to(DType dtype);
 
  protected:

@@ -1,10 +1,33 @@
 // Arithmetic: add, mul, div and affine are primitives; sub, neg and the
-// scalar operators are compositions of them.
+// scalar operators are compositions of them. int64 tensors (ids, lengths)
+// never require grad: their arithmetic records nothing and stays int64, as
+// in PyTorch (valid_lens - 1), through the kernels directly.
+#include <cmath>
+
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {
+namespace {
+
+// x * alpha + beta for the operator `op` with the scalar s. An int64 x
+// needs a whole s: a fraction would make a float result, which smallgrad
+// never makes silently (PyTorch would promote lens + 0.5 to float).
+Tensor scalar_op(const Tensor& x, double alpha, double beta, double s, const char* op) {
+  if (!x.defined() || x.dtype() != int64) return affine(x, alpha, beta);
+  if (!(std::trunc(s) == s && std::fabs(s) < 0x1p63))
+    fail(op, ": an int64 tensor of shape ", x.shape(), " and the scalar ", s,
+         ", which is not a whole number: the result would not be int64 (convert with to(float32) first)");
+  return kernel::affine(x, alpha, beta);
+}
+
+[[noreturn]] void refuse_int_division(const Tensor& x, const char* what) {
+  fail("div: an int64 tensor of shape ", x.shape(), " divided by ", what,
+       ": true division makes fractions, which int64 cannot hold (convert with to(float32) first)");
+}
+
+}  // namespace
 
 // a: (...), b: (...) broadcast -> out: broadcast shape.
 // Each gradient is summed back over the axes its input was broadcast along.
@@ -30,6 +53,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && a.dtype() == int64 && b.dtype() == int64)
+    refuse_int_division(a, detail::cat("an int64 tensor of shape ", b.shape()).c_str());
   Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
   return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
@@ -48,11 +73,12 @@ Tensor affine(const Tensor& x, double alpha, double beta) {
   });
 }
 
-Tensor neg(const Tensor& x) { return affine(x, -1.0); }
+Tensor neg(const Tensor& x) { return x.defined() && x.dtype() == int64 ? kernel::neg(x) : affine(x, -1.0); }
 Tensor sub(const Tensor& a, const Tensor& b) {
   // Checked here so that a mistake names sub, not the add it becomes.
   kernel::broadcast_shapes(a.shape(), b.shape(), "sub");
   check_same_dtype(a, b, "sub");
+  if (a.dtype() == int64) return kernel::sub(a, b);
   return add(a, neg(b));
 }
 
@@ -61,13 +87,14 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& x) { return neg(x); }
-Tensor operator+(const Tensor& x, double s) { return affine(x, 1.0, s); }
-Tensor operator+(double s, const Tensor& x) { return affine(x, 1.0, s); }
-Tensor operator-(const Tensor& x, double s) { return affine(x, 1.0, -s); }
-Tensor operator-(double s, const Tensor& x) { return affine(x, -1.0, s); }
-Tensor operator*(const Tensor& x, double s) { return affine(x, s); }
-Tensor operator*(double s, const Tensor& x) { return affine(x, s); }
+Tensor operator+(const Tensor& x, double s) { return scalar_op(x, 1.0, s, s, "add"); }
+Tensor operator+(double s, const Tensor& x) { return scalar_op(x, 1.0, s, s, "add"); }
+Tensor operator-(const Tensor& x, double s) { return scalar_op(x, 1.0, -s, s, "sub"); }
+Tensor operator-(double s, const Tensor& x) { return scalar_op(x, -1.0, s, s, "sub"); }
+Tensor operator*(const Tensor& x, double s) { return scalar_op(x, s, 0.0, s, "mul"); }
+Tensor operator*(double s, const Tensor& x) { return scalar_op(x, s, 0.0, s, "mul"); }
 Tensor operator/(const Tensor& x, double s) {
+  if (x.defined() && x.dtype() == int64) refuse_int_division(x, detail::cat("the scalar ", s).c_str());
   if (s == 0) fail("div: division of a tensor of shape ", x.shape(), " by the scalar 0");
   return affine(x, 1.0 / s);
 }

@@ -6,6 +6,10 @@
 
 namespace sg {
 
+// Both tensors of one dtype. int64 tensors (no gradient) add, subtract,
+// multiply and negate to int64, also with a whole-number scalar (lens - 1);
+// a fractional scalar with an int64 tensor, and `/` on int64, throw: the
+// result would not be int64 (convert with kernel::to(x, float32) first).
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);

@@ -1,30 +1,39 @@
 // Layer normalisation over the last axis, one fused kernel each way.
 #include <cmath>
+#include <vector>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/layer_norm.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/kernels/sum.hpp"
 
 namespace sg {
 
 namespace {
 
 // dgamma = sum_rows g * xhat, dbeta = sum_rows g over x, g: (rows, dim).
-// One pass in row order (deterministic on any thread count); a function with
-// restrict pointers so the loop over dim vectorises.
+// One pass over the rows, summed by kernel::sum_rows (leaves of rows, then
+// pairwise: accurate over many rows, the same on any thread count); dgamma
+// and dbeta side by side in one partial row of 2 * dim.
 template <class T>
 void param_grads(const T* __restrict x, const T* __restrict g, const T* __restrict mean, const T* __restrict rstd,
                  T* __restrict dgamma, T* __restrict dbeta, int64_t rows, int64_t dim) {
   // BEGIN ASSIGNMENT 4: param_grads: dgamma += g * xhat and dbeta += g, summed over the rows
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = x + r * dim, *gr = g + r * dim;
+  std::vector<T> sums(static_cast<size_t>(2 * dim));
+  kernel::sum_rows(rows, 2 * dim, sums.data(), [&](int64_t r, T* __restrict acc) {
+    const T *__restrict xr = x + r * dim, *__restrict gr = g + r * dim;
+    T *__restrict dgamma = acc, *__restrict dbeta = acc + dim;
     const T m = mean[r], s = rstd[r];
     for (int64_t d = 0; d < dim; ++d) {
       dgamma[d] += gr[d] * (xr[d] - m) * s;
       dbeta[d] += gr[d];
     }
+  });
+  for (int64_t d = 0; d < dim; ++d) {
+    dgamma[d] += sums[static_cast<size_t>(d)];
+    dbeta[d] += sums[static_cast<size_t>(dim + d)];
   }
   // END ASSIGNMENT 4
 }
@@ -35,7 +44,12 @@ template <class T>
 void normalize_row(const T* __restrict x, const T* __restrict gamma, const T* __restrict beta,
                    T* __restrict y, int64_t dim, T eps, T& mean, T& rstd) {
   // BEGIN ASSIGNMENT 4: normalize_row: one row's mean, rstd = 1 / sqrt(var + eps) and y = xhat * gamma + beta
-  // omp simd: the sums run in vector lanes (plain -O3 keeps them in order, one lane).
+  // omp simd: the sums run in vector lanes (plain -O3 keeps them in order,
+  // one lane). A row is short (64-1024 values: a chain of dim / 16 additions
+  // per lane with AVX-512, dim / 4 with SSE), so float lanes are accurate to
+  // a few ulps here, while the pairwise sums of core/kernels/sum.hpp and
+  // double lanes both slowed the training step's layer norm (docs/results.md,
+  // "Accurate sums"). The long sums, over the rows, are pairwise (param_grads).
   T s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t d = 0; d < dim; ++d) s += x[d];
@@ -59,6 +73,7 @@ template <class T>
 void input_grad_row(const T* __restrict x, const T* __restrict g, const T* __restrict gamma,
                     T* __restrict dx, int64_t dim, T m, T s) {
   // BEGIN ASSIGNMENT 4: input_grad_row: dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), gx = g * gamma
+  // Vector lanes, as in normalize_row.
   T sum_gx = 0, sum_gx_xhat = 0;
 #pragma omp simd reduction(+ : sum_gx, sum_gx_xhat)
   for (int64_t d = 0; d < dim; ++d) {

@@ -9,6 +9,7 @@
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/kernels/sum.hpp"
 #include "core/kernels/vecmath.hpp"
 
 namespace sg {
@@ -126,16 +127,15 @@ void masked_softmax_row(const T* __restrict in, T* __restrict o, int64_t n, int6
     total = reduce16(o, Add{});
   } else {
     m = n < keys ? T(-1e6) : s * in[0];
-    // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
+    // omp simd: lets the maximum run in vector lanes (any order gives the same maximum).
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < n; ++j) m = std::max(m, s * in[j]);
-    // exp and sum in one loop: short rows pay per loop, not per element
-#pragma omp simd reduction(+ : total)
+#pragma omp simd
     for (int64_t j = 0; j < keys; ++j) {
       const T x = in[j];  // unconditional load, as above
       o[j] = kernel::exp_flush((j < n ? s * x : T(-1e6)) - m);
-      total += o[j];
     }
+    total = kernel::sum_values(o, keys);  // pairwise, the same on every vector width
   }
   const T inv = T(1) / total;
 #pragma omp simd
@@ -157,8 +157,7 @@ void masked_softmax_grad_row(const T* __restrict g, const T* __restrict y, T* __
     for (int j = 0; j < kKeys; ++j) gy[j] = g[j] * y[j];
     dot = reduce16(gy, Add{});
   } else {
-#pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < keys; ++j) dot += g[j] * y[j];
+    dot = kernel::sum_values<T>(keys, [&](int64_t j) { return g[j] * y[j]; });
   }
 #pragma omp simd
   for (int64_t j = 0; j < keys; ++j) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -14,12 +15,15 @@
 namespace sg {
 namespace {
 
-// L = sum(y * w) in double, y evaluated without recording a graph.
-double projected(const std::function<Tensor()>& fn, const Tensor& w) {
+// y evaluated without recording a graph, as a copy: fn may return a view
+// of an input (reshape), which the next perturbation would change.
+Tensor evaluate(const std::function<Tensor()>& fn) {
   NoGradGuard no_grad;
-  const Tensor y = fn();
-  return kernel::sum(kernel::mul(y, w)).item<double>();
+  return clone(fn());
 }
+
+// NaN counts as the largest (std::max would drop it).
+double worse(double a, double b) { return std::isnan(b) || b > a ? b : a; }
 
 }  // namespace
 
@@ -31,6 +35,7 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
   r.rtol = opt.rtol;
   r.labels = labels;
   r.per_input.resize(leaves.size());
+  std::vector<Tensor> varied;  // the floating leaves, in order
   for (size_t i = 0; i < leaves.size(); ++i) {
     r.input_shapes.push_back(leaves[i].shape());
     if (r.labels.size() <= i) r.labels.push_back("input " + std::to_string(i));
@@ -38,7 +43,7 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
         (leaves[i].dtype() != float64 || !leaves[i].is_leaf() || !leaves[i].requires_grad()))
       fail("gradcheck(", opt.name, "): ", r.labels[i], " of shape ", leaves[i].shape(),
            " must be a float64 leaf that requires grad");
-    if (Tensor leaf = leaves[i]; is_floating(leaf.dtype())) leaf.set_grad(Tensor());  // fresh grads
+    if (is_floating(leaves[i].dtype())) varied.push_back(leaves[i]);
   }
 
   const Tensor y = fn();
@@ -48,43 +53,104 @@ GradcheckResult gradcheck_leaves(const std::function<Tensor()>& fn, const std::v
   if (!y.requires_grad())
     fail("gradcheck(", opt.name, "): the output of shape ", y.shape(),
          " does not depend on any input through differentiable ops");
+  r.output_shape = y.shape();
+  const int64_t outputs = y.numel();
+  r.projected = outputs > opt.max_outputs;
   Generator gen(opt.seed);
-  const Tensor w = randn(y.shape(), gen, float64);
-  backward(sum(mul(y, w)));
+  Tensor w;  // the projection's weights, |w| summing to 1
+  if (r.projected) {
+    w = randn(y.shape(), gen, float64);
+    kernel::scale_(w, 1.0 / kernel::sum(kernel::abs(w)).item<double>());
+  }
 
+  // The elements compared: all, or a seeded sample without repeats.
+  std::vector<std::vector<int64_t>> which(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!is_floating(leaves[i].dtype())) continue;  // int64 inputs (ids, lengths) are not varied
     const int64_t n = leaves[i].numel();
-    std::vector<int64_t> which(static_cast<size_t>(n));
-    std::iota(which.begin(), which.end(), 0);
-    if (n > opt.max_elements) {  // a seeded sample, without repeats
+    which[i].resize(static_cast<size_t>(n));
+    std::iota(which[i].begin(), which[i].end(), 0);
+    if (n > opt.max_elements) {
       for (int64_t k = 0; k < opt.max_elements; ++k)
-        std::swap(which[static_cast<size_t>(k)], which[static_cast<size_t>(gen.randint(k, n))]);
-      which.resize(static_cast<size_t>(opt.max_elements));
-      std::sort(which.begin(), which.end());
+        std::swap(which[i][static_cast<size_t>(k)], which[i][static_cast<size_t>(gen.randint(k, n))]);
+      which[i].resize(static_cast<size_t>(opt.max_elements));
+      std::sort(which[i].begin(), which[i].end());
     }
-    const Tensor grad = leaves[i].grad();
+  }
+
+  // Analytic: one backward pass per output element (a one-hot gradient), or
+  // one with w. analytic[i][s * rows + k] = d y_k / d (element s of leaf i).
+  const int64_t rows = r.projected ? 1 : outputs;
+  std::vector<std::vector<double>> analytic(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i) analytic[i].assign(which[i].size() * static_cast<size_t>(rows), 0.0);
+  for (int64_t k = 0; k < rows && !varied.empty(); ++k) {
+    Tensor seed = w;
+    if (!r.projected) {
+      seed = zeros(y.shape(), float64);
+      seed.data<double>()[k] = 1;
+    }
+    const Grads g = grad(y, varied, seed, k + 1 < rows);
+    for (size_t i = 0, v = 0; i < leaves.size(); ++i) {
+      if (!is_floating(leaves[i].dtype())) continue;
+      const Tensor& gi = g[v++];
+      if (!gi.defined()) continue;  // no gradient flows: 0
+      const double* gp = gi.data<double>();
+      for (size_t s = 0; s < which[i].size(); ++s)
+        analytic[i][s * static_cast<size_t>(rows) + static_cast<size_t>(k)] = gp[which[i][s]];
+    }
+  }
+
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (which[i].empty()) continue;  // int64, or empty
     double* data = leaves[i].data<double>();
-    for (int64_t j : which) {
+    GradcheckLeafSummary& part = r.per_input[i];
+    for (size_t s = 0; s < which[i].size(); ++s) {
+      const int64_t j = which[i][s];
       const double saved = data[j];
       data[j] = saved + opt.eps;
-      const double plus = projected(fn, w);
+      const Tensor plus = evaluate(fn);
       data[j] = saved - opt.eps;
-      const double minus = projected(fn, w);
+      const Tensor minus = evaluate(fn);
       data[j] = saved;
-      const double numeric = (plus - minus) / (2 * opt.eps);
-      const double analytic = grad.defined() ? grad.data<double>()[j] : 0.0;
-      const double error = std::fabs(analytic - numeric);
-      GradcheckLeafSummary& part = r.per_input[i];
+      const double *yp = plus.data<double>(), *ym = minus.data<double>();
+      // The worst output element for this input element: the largest error
+      // past its tolerance (NaN first), and the largest error.
+      bool bad = false;
+      double worst_excess = -1, worst_error = 0, a_bad = 0, n_bad = 0;
+      int64_t k_bad = 0;
+      auto compare = [&](int64_t k, double a, double num, double tol) {
+        const double error = std::fabs(a - num);
+        worst_error = worse(worst_error, error);
+        if (error <= tol) return;  // NaN fails
+        const double excess = std::isnan(error) ? std::numeric_limits<double>::infinity() : error - tol;
+        if (!bad || excess > worst_excess) worst_excess = excess, a_bad = a, n_bad = num, k_bad = k;
+        bad = true;
+      };
+      if (!r.projected) {
+        for (int64_t k = 0; k < outputs; ++k) {
+          const double num = (yp[k] - ym[k]) / (2 * opt.eps);
+          compare(k, analytic[i][s * static_cast<size_t>(rows) + static_cast<size_t>(k)], num,
+                  opt.atol + opt.rtol * std::fabs(num));
+        }
+      } else {
+        const double* wp = w.data<double>();
+        double num = 0, tol = 0;
+        for (int64_t k = 0; k < outputs; ++k) {
+          const double nk = (yp[k] - ym[k]) / (2 * opt.eps);
+          num += wp[k] * nk;
+          tol += std::fabs(wp[k]) * (opt.atol + opt.rtol * std::fabs(nk));
+        }
+        compare(-1, analytic[i][s], num, tol);
+      }
       ++r.checked, ++part.checked;
-      // NaN counts as the worst error (std::max would drop it).
-      r.max_error = std::isnan(error) || error > r.max_error ? error : r.max_error;
-      part.max_error = std::isnan(error) || error > part.max_error ? error : part.max_error;
-      if (!(error <= opt.atol + opt.rtol * std::fabs(numeric))) {  // NaN fails too
+      r.max_error = worse(r.max_error, worst_error);
+      part.max_error = worse(part.max_error, worst_error);
+      if (bad) {
         r.ok = false;
         ++r.failed, ++part.failed;
         if (static_cast<int>(r.mismatches.size()) < opt.max_reported)
-          r.mismatches.push_back({i, j, unravel_index(j, leaves[i].shape()), analytic, numeric, error});
+          r.mismatches.push_back({i, j, unravel_index(j, leaves[i].shape()), a_bad, n_bad, std::fabs(a_bad - n_bad),
+                                  k_bad, k_bad >= 0 ? unravel_index(k_bad, y.shape()) : Shape{}});
       }
     }
   }
@@ -104,10 +170,14 @@ std::string GradcheckResult::report() const {
   if (ok) {
     os << "gradcheck passed for '" << name << "': " << checked << " elements of "
        << input_shapes.size() << " inputs, max error " << max_error;
+    if (projected) os << " (output " << output_shape << " projected on random weights)";
     return os.str();
   }
   os << "gradcheck failed for '" << name << "': " << failed << " of " << checked
      << " elements differ (atol " << atol << ", rtol " << rtol << ")";
+  if (projected)
+    os << "; the output " << output_shape << " has more elements than max_outputs, so each"
+       << " derivative is of its projection on random weights w, sum |w| = 1";
   size_t width = 5;
   for (const std::string& l : labels) width = std::max(width, l.size());
   for (size_t i = 0; i < per_input.size() && i < labels.size(); ++i) {
@@ -119,10 +189,15 @@ std::string GradcheckResult::report() const {
     if (p.checked) os << ", " << p.failed << " failed, worst error " << p.max_error;
   }
   if (!mismatches.empty()) os << "\n  first mismatches:";
-  for (const auto& m : mismatches)
+  for (const auto& m : mismatches) {
     os << "\n  " << labels[m.input] << " " << input_shapes[m.input] << ", element " << m.index << " "
        << m.coords << ": analytic " << m.analytic << ", numeric " << m.numeric << ", error "
        << m.error;
+    if (m.output < 0)
+      os << " (of the output " << output_shape << " projected on random weights)";
+    else if (!output_shape.empty())
+      os << " (output element " << m.output << " " << m.output_coords << ")";
+  }
   if (failed > static_cast<int64_t>(mismatches.size()))
     os << "\n  ... and " << failed - static_cast<int64_t>(mismatches.size()) << " more";
   return os.str();

@@ -7,11 +7,18 @@
 //   std::cout << r;  // in a Catch2 test: REQUIRE(r) prints this report on failure
 //
 // How it works: every floating input is copied to float64 with requires_grad.
-// A non-scalar output y is reduced to L = sum(y * w) with fixed random weights
-// w, so one backward pass checks every output. Then for each input element
-// (or a seeded random sample of them, for large inputs) the numeric gradient
-// (L(x + eps) - L(x - eps)) / (2 eps) is compared with the analytic one:
-// an element fails when |analytic - numeric| > atol + rtol * |numeric|.
+// For each input element x_j (or a seeded random sample of them, for large
+// inputs) and each output element y_k, the analytic derivative dy_k/dx_j
+// (one backward pass per output element) is compared with the central
+// difference (y_k(x + eps) - y_k(x - eps)) / (2 eps): the input element
+// fails when |analytic - numeric| > atol + rtol * |numeric| for some k.
+// A scalar output (a loss) is compared as it is, in its own units, and so
+// is every number the report prints. An output of more than max_outputs
+// elements is instead projected on fixed random weights w with sum |w| = 1
+// (one backward pass in all): the test is then on sum_k w_k dy_k/dx_j,
+// against the tolerance sum_k |w_k| (atol + rtol * |numeric_k|), the
+// weighted mean of the elements' own; an error in one output element
+// counts only with its weight there.
 // `fn` must be deterministic (dropout off) and build its result from its
 // inputs only in float64 (a module must be converted to float64 first).
 #include <cstdint>
@@ -30,6 +37,7 @@ struct GradcheckOptions {
   double atol = 1e-6;
   double rtol = 1e-5;
   int64_t max_elements = 2000;       // per input; above this a random sample is checked
+  int64_t max_outputs = 256;         // above this the output is projected on random weights
   uint64_t seed = 0;                 // for the output weights w and the sample
   int max_reported = 5;              // mismatches listed in the report
 };
@@ -38,7 +46,9 @@ struct GradcheckMismatch {
   size_t input;      // which input (its label is labels[input])
   int64_t index;     // flat element index in it
   Shape coords;      // the same index per axis
-  double analytic, numeric, error;
+  double analytic, numeric, error;  // of d output / d input element, the worst output element's
+  int64_t output = 0;  // the output element (flat index); -1 when the output was projected
+  Shape output_coords;
 };
 
 // One input or parameter's part of a check.
@@ -52,8 +62,10 @@ struct GradcheckResult {
   std::string name;
   int64_t checked = 0;  // elements compared
   int64_t failed = 0;   // elements outside tolerance
-  double max_error = 0;
+  double max_error = 0;  // the largest |analytic - numeric| over the compared derivatives
   double atol = 0, rtol = 0;
+  Shape output_shape;
+  bool projected = false;  // the output had more than max_outputs elements
   std::vector<Shape> input_shapes;
   std::vector<std::string> labels;  // "input 0", ... or a parameter's name
   std::vector<GradcheckLeafSummary> per_input;  // one per input / parameter, as labels

@@ -2,12 +2,14 @@
 // where n is the reduced axis, outer the axes before it and inner those after,
 // and writes out: (outer, inner). Each output element is accumulated by one
 // thread in a fixed order, so results do not depend on the thread count.
+// Sums are pairwise (core/kernels/sum.hpp), not one running total per output.
 #include <algorithm>
 #include <cmath>
 
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/kernels/sum.hpp"
 
 namespace sg::kernel {
 namespace {
@@ -37,27 +39,22 @@ template <class T>
 void sum_kernel(const T* x, T* out, Split s) {
   const int64_t work = s.outer * s.n * s.inner;
   if (s.inner == 1) {
-    parallel_for(s.outer, work >= kParallelElementwise, [&](int64_t o) {
-      const T* row = x + o * s.n;
-      T acc = 0;
-      for (int64_t j = 0; j < s.n; ++j) acc += row[j];
-      out[o] = acc;
-    });
+    parallel_for(s.outer, work >= kParallelElementwise, [&](int64_t o) { out[o] = sum_values(x + o * s.n, s.n); });
     return;
   }
-  // Blocks of the inner axis, so that few long rows (a bias gradient: outer
-  // 1, n = B*T, inner = C) still spread over threads.
+  // Blocks of the inner axis, so that few long columns (a bias gradient:
+  // outer 1, n = B*T, inner = C) still spread over threads; each block's
+  // columns are summed over n by sum_rows (leaves of rows, then pairwise).
   const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.inner, 512));  // inner may be 0
   const int64_t blocks = (s.inner + block - 1) / block;
   parallel_for(s.outer * blocks, work >= kParallelElementwise, [&](int64_t piece) {
     const int64_t o = piece / blocks, begin = (piece % blocks) * block;
-    const int64_t end = std::min(s.inner, begin + block);
-    T* dst = out + o * s.inner;
-    for (int64_t i = begin; i < end; ++i) dst[i] = 0;
-    for (int64_t j = 0; j < s.n; ++j) {
-      const T* src = x + (o * s.n + j) * s.inner;
-      for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
-    }
+    const int64_t width = std::min(s.inner, begin + block) - begin;
+    const T* base = x + o * s.n * s.inner + begin;
+    sum_rows(s.n, width, out + o * s.inner + begin, [&](int64_t j, T* __restrict acc) {
+      const T* __restrict src = base + j * s.inner;
+      for (int64_t i = 0; i < width; ++i) acc[i] += src[i];
+    });
   });
 }
 
@@ -133,8 +130,8 @@ Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
 }
 
 Tensor sum(const Tensor& x) {
-  // Fixed-size blocks summed in parallel, then the block sums in order: the
-  // same answer on any thread count, and less rounding than one long chain.
+  // Fixed-size blocks summed pairwise in parallel, then the block sums in
+  // order in a wider type: the same answer on any thread count.
   constexpr int64_t kBlock = 4096;
   const int64_t n = x.numel(), blocks = std::max<int64_t>(1, (n + kBlock - 1) / kBlock);
   Tensor out = empty({}, x.dtype());
@@ -144,9 +141,8 @@ Tensor sum(const Tensor& x) {
     const T* p = x.data<T>();
     std::vector<Acc> partial(static_cast<size_t>(blocks), Acc{0});
     parallel_for(blocks, n >= kParallelElementwise, [&](int64_t b) {
-      T acc = 0;  // T inside a block keeps the loop vectorised
-      for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) acc += p[i];
-      partial[static_cast<size_t>(b)] = acc;
+      const int64_t begin = b * kBlock;
+      partial[static_cast<size_t>(b)] = sum_values(p + begin, std::min(n, begin + kBlock) - begin);
     });
     Acc total = 0;
     for (Acc v : partial) total += v;

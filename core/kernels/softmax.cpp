@@ -6,6 +6,7 @@
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
+#include "core/kernels/sum.hpp"
 #include "core/kernels/vecmath.hpp"
 
 namespace sg::kernel {
@@ -26,21 +27,15 @@ Tensor softmax_rows(const Tensor& x, const char* op) {
     parallel_for(rows, rows >= kParallelRows && x.numel() >= kParallelElementwise / 4, [&](int64_t r) {
       const T* in = src + r * n;
       T* o = dst + r * n;
-      // omp simd: lets the reductions run in vector lanes (a reordering plain -O3 may not do).
+      // omp simd: lets the maximum run in vector lanes (any order gives the same maximum).
       T m = in[0];
 #pragma omp simd reduction(max : m)
       for (int64_t i = 1; i < n; ++i) m = std::max(m, in[i]);
-      T total = 0;
-      if constexpr (kLog) {
-#pragma omp simd reduction(+ : total)
-        for (int64_t i = 0; i < n; ++i) total += exp_flush(in[i] - m);
-      } else {
-#pragma omp simd reduction(+ : total)
-        for (int64_t i = 0; i < n; ++i) {
-          o[i] = exp_flush(in[i] - m);
-          total += o[i];
-        }
-      }
+      // The exps first, then their pairwise sum (core/kernels/sum.hpp);
+      // log-softmax overwrites them below.
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = exp_flush(in[i] - m);
+      const T total = sum_values(o, n);
       if constexpr (kLog) {
         // (x - m) - log(total), not x - (m + log(total)): with large logits
         // m + log(total) would round away log(total)'s low bits.

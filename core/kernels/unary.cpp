@@ -68,6 +68,14 @@ Tensor gelu(const Tensor& x) {
 }
 
 Tensor affine(const Tensor& x, double alpha, double beta) {
+  if (x.dtype() == int64) {
+    auto whole = [](double s) { return std::trunc(s) == s && s >= -0x1p63 && s < 0x1p63; };
+    if (!whole(alpha) || !whole(beta))
+      fail("affine: an int64 tensor of shape ", x.shape(), " takes whole alpha and beta, got ", alpha, " and ",
+           beta, " (the result would not be int64)");
+    const auto a = static_cast<int64_t>(alpha), b = static_cast<int64_t>(beta);
+    return map<true>(x, "affine", [a, b](auto v) { return v * a + b; });
+  }
   return map<false>(x, "affine", [alpha, beta](auto v) {
     using T = decltype(v);
     return v * static_cast<T>(alpha) + static_cast<T>(beta);

@@ -11,6 +11,8 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
 #include "autograd/tools/gradcheck.hpp"
 #include "core/kernels.hpp"
 #include "core/tensor.hpp"
@@ -122,4 +124,102 @@ TEST_CASE("gradcheck refuses outputs it cannot check", "[autograd][gradcheck]") 
                       Contains("must compute in float64"));
   REQUIRE_THROWS_WITH(sg::gradcheck([](const Inputs&) { return sg::ones({2}, sg::float64); }, {normal({2}, 1)}),
                       Contains("does not depend on any input"));
+}
+
+// ---------------------------------------------------------------------------
+// gradcheck is as strict as documented: planted errors of 1%, 0.1% and 0.01%
+// fail on scalar and non-scalar outputs, and its numbers are the user's
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// y = x^2 elementwise, with a backward of 2 x g (1 + rel): rel = 0 is right.
+Tensor square_off_by(const Tensor& x, double rel) {
+  return sg::record("square_planted", sg::kernel::mul(x, x), {x}, [x, rel](const Tensor& g) -> Grads {
+    return {sg::kernel::affine(sg::kernel::mul(g, x), 2 * (1 + rel), 0.0)};
+  });
+}
+
+// Values in [0.5, 1.5] with random signs: gradients 2x of size 1 to 3.
+Tensor moderate(const Shape& s, uint64_t seed) {
+  Tensor x = normal(s, seed);
+  double* p = x.data<double>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] = (p[i] < 0 ? -1 : 1) * (0.5 + std::fmod(std::fabs(p[i]), 1.0));
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck fails planted backward errors of 1%, 0.1% and 0.01%", "[autograd][gradcheck]") {
+  for (double rel : {1e-2, 1e-3, 1e-4}) {
+    INFO("relative error " << rel);
+    // A scalar output (a loss): the derivative itself is compared, no weight scales it.
+    const sg::GradcheckResult scalar = sg::gradcheck(
+        [rel](const Inputs& in) { return sg::sum(square_off_by(in[0], rel)); }, {moderate({3, 4}, 11)});
+    CHECK_FALSE(scalar);
+    CHECK(scalar.failed == 12);
+    CHECK_FALSE(scalar.projected);
+    for (const auto& m : scalar.mismatches) CHECK(m.analytic == Approx(m.numeric * (1 + rel)).epsilon(1e-7));
+    // A non-scalar output, compared element by element.
+    const sg::GradcheckResult vec =
+        sg::gradcheck([rel](const Inputs& in) { return square_off_by(in[0], rel); }, {moderate({3, 4}, 12)});
+    CHECK_FALSE(vec);
+    CHECK(vec.failed == 12);
+    // A big output, projected on random weights: a uniform error still shows.
+    sg::GradcheckOptions few;
+    few.max_outputs = 4;
+    const sg::GradcheckResult projected =
+        sg::gradcheck([rel](const Inputs& in) { return square_off_by(in[0], rel); }, {moderate({3, 4}, 13)}, few);
+    // (Each element's error counts with its weight, the tolerance's atol in full.)
+    CHECK(projected.projected);
+    CHECK_FALSE(projected);
+    if (rel >= 1e-3) CHECK(projected.failed == 12);
+  }
+  // The right backward passes all three ways.
+  auto right = [](const Inputs& in) { return square_off_by(in[0], 0.0); };
+  check_gradient("square", right, {moderate({3, 4}, 14)});
+  check_gradient("sum of square", [](const Inputs& in) { return sg::sum(square_off_by(in[0], 0.0)); },
+                 {moderate({3, 4}, 15)});
+  sg::GradcheckOptions few;
+  few.max_outputs = 4;
+  REQUIRE(sg::gradcheck(right, {moderate({3, 4}, 16)}, few));
+}
+
+TEST_CASE("gradcheck reports a scalar's derivatives in its own units", "[autograd][gradcheck]") {
+  // sum(relu(x)) at the kink 0: the central difference is 0.5, the backward
+  // gives 0 (as documented); the report says exactly that.
+  const Tensor x = sg::from_vector(std::vector<double>{0.0, 1.0}, {2});
+  const sg::GradcheckResult r = sg::gradcheck([](const Inputs& in) { return sg::sum(sg::relu(in[0])); }, {x});
+  REQUIRE_FALSE(r);
+  REQUIRE(r.failed == 1);
+  const sg::GradcheckMismatch& m = r.mismatches[0];
+  CHECK(m.index == 0);
+  CHECK(m.analytic == 0);
+  CHECK(m.numeric == Approx(0.5).epsilon(1e-6));
+  CHECK(m.output == 0);
+  CHECK_THAT(r.report(), Contains("element 0 (0): analytic 0, numeric 0.5"));
+  CHECK_THAT(r.report(), !Contains("output element"));
+}
+
+TEST_CASE("gradcheck names the output element of a non-scalar mismatch", "[autograd][gradcheck]") {
+  // y = (x0 * x1, x0 + x1) with the second output's gradient for x1 wrong by 1%.
+  auto fn = [](const Inputs& in) {
+    const Tensor& x = in[0];
+    const Tensor out = sg::from_vector(std::vector<double>{x.data<double>()[0] * x.data<double>()[1],
+                                                           x.data<double>()[0] + x.data<double>()[1]},
+                                       {2});
+    return sg::record("pair", out, {x}, [x](const Tensor& g) -> Grads {
+      const double *gp = g.data<double>(), *xp = x.data<double>();
+      return {sg::from_vector(std::vector<double>{gp[0] * xp[1] + gp[1], gp[0] * xp[0] + gp[1] * 1.01}, {2})};
+    });
+  };
+  const sg::GradcheckResult r = sg::gradcheck(fn, {sg::from_vector(std::vector<double>{2.0, 3.0}, {2})});
+  REQUIRE_FALSE(r);
+  REQUIRE(r.failed == 1);
+  const sg::GradcheckMismatch& m = r.mismatches[0];
+  CHECK(m.index == 1);
+  CHECK(m.output == 1);
+  CHECK(m.analytic == Approx(1.01).epsilon(1e-9));
+  CHECK(m.numeric == Approx(1.0).epsilon(1e-6));
+  CHECK_THAT(r.report(), Contains("element 1 (1): analytic 1.01, numeric 1") && Contains("(output element 1 (1))"));
 }

@@ -180,3 +180,17 @@ TEST_CASE("check_shape names the tensor and both shapes", "[nn][module]") {
   REQUIRE_THROWS_WITH(sg::nn::check_shape(t, {2, 4}, "output"),
                       "check_shape: output has shape (2, 3), expected (2, 4)");
 }
+
+TEST_CASE("Module::to refuses int64 and leaves the parameters as they were", "[nn]") {
+  sg::nn::Linear layer(3, 2);
+  const std::vector<float> before = layer.parameters()[0].to_vector<float>();
+  REQUIRE_THROWS_WITH(layer.to(sg::int64), Contains("Module::to: cannot convert the parameters to int64") &&
+                                               Contains("float32 or float64"));
+  for (const Tensor& p : layer.parameters()) {
+    CHECK(p.dtype() == sg::float32);
+    CHECK(p.requires_grad());
+  }
+  CHECK(layer.parameters()[0].to_vector<float>() == before);
+  layer.to(sg::float64);  // the float dtypes still convert
+  for (const Tensor& p : layer.parameters()) CHECK(p.dtype() == sg::float64);
+}

@@ -131,7 +131,7 @@ TEMPLATE_TEST_CASE("sigmoid at large |x| neither overflows nor makes NaN", "[cor
   CHECK(t == std::vector<T>{-1, 1});
 }
 
-TEST_CASE("unary ops on int64: neg, abs and relu work, the rest throw", "[core]") {
+TEST_CASE("unary ops on int64: neg, abs, relu and whole-number affine work, the rest throw", "[core]") {
   const std::vector<int64_t> x = {-5, -1, 0, 1, 7, int64_t{1} << 40};
   const Tensor t = sg::from_vector(x, {2, 3});
   std::vector<double> neg, abs, relu;
@@ -152,7 +152,11 @@ TEST_CASE("unary ops on int64: neg, abs and relu work, the rest throw", "[core]"
   REQUIRE_THROWS_WITH(sg::kernel::pow(t, 2), Contains("pow") && Contains("int64"));
   REQUIRE_THROWS_WITH(sg::kernel::pow(t, 0.5), Contains("pow") && Contains("int64"));
   REQUIRE_THROWS_WITH(sg::kernel::gelu(t), Contains("gelu") && Contains("int64"));
-  REQUIRE_THROWS_WITH(sg::kernel::affine(t, 2, 1), Contains("affine") && Contains("int64"));
+  std::vector<double> affine;
+  for (int64_t v : x) affine.push_back(static_cast<double>(v * 2 + 1));
+  check_values<int64_t>(sg::kernel::affine(t, 2, 1), {2, 3}, affine);
+  REQUIRE_THROWS_WITH(sg::kernel::affine(t, 0.5, 1), Contains("affine: an int64 tensor of shape (2, 3) takes whole alpha and beta, got 0.5 and 1"));
+  REQUIRE_THROWS_WITH(sg::kernel::affine(t, 2, 0.25), Contains("affine") && Contains("int64"));
 }
 
 TEST_CASE("to() converts between every pair of dtypes", "[core]") {
