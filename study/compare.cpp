@@ -88,15 +88,15 @@ ComparisonFiles comparison_files(const Comparison& cmp) {
   std::vector<report::RunAttention> recorded;
   std::vector<std::pair<std::string, PositionView>> views;
   std::ostringstream csv;
-  csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds,acc_past_train\n";
+  csv << "task,positional,seed,acc_train_lengths,acc_longer,steps_to_95,seconds,acc_past_train,chance\n";
   std::ostringstream by_position_csv;  // accuracy at each position of the longer sequences
   by_position_csv << "task,positional,seed,position,accuracy\n";
   const std::string past = std::to_string(base.max_len + 1) + "-" + std::to_string(base.eval_max_len);
   const std::string mask = base.causal ? ", causal" : "";
   std::ostringstream table;
-  table << "| task | positional | accuracy, training lengths " << base.min_len << "-" << base.max_len
+  table << "| task | positional | chance | accuracy, training lengths " << base.min_len << "-" << base.max_len
         << " | accuracy, longer " << base.eval_min_len << "-" << base.eval_max_len << " | of which positions "
-        << past << " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|\n";
+        << past << " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|---|\n";
   std::vector<File> plots;
   size_t run = 0;
   for (const std::string& task : cmp.tasks) {
@@ -105,6 +105,7 @@ ComparisonFiles comparison_files(const Comparison& cmp) {
     for (nn::Positional kind : cmp.kinds) {
       const std::string name = nn::positional_name(kind);
       std::vector<double> acc, longer, past_train, secs, reached;
+      double chance = 0;  // the same evaluation set for every kind and seed of a task
       // The mean over seeds, with a band from the lowest to the highest seed.
       plot::Series mean_curve{name, {}, {}, {}, {}};
       plot::Series mean_by_position{name, {}, {}, {}, {}};
@@ -113,12 +114,16 @@ ComparisonFiles comparison_files(const Comparison& cmp) {
         const Config& c = job.c;
         const Result& r = job.r;
         csv << task << ',' << name << ',' << c.seed << ',' << r.acc_train_lengths << ',' << r.acc_longer << ','
-            << r.steps_to_95 << ',' << r.seconds << ',' << r.acc_past_train << '\n';
-        for (size_t t = 0; t < r.acc_by_position.size(); ++t) {
+            << r.steps_to_95 << ',' << r.seconds << ',' << r.acc_past_train << ',' << r.chance << '\n';
+        // Positions no sequence labels (the first of shift and recall) have
+        // no accuracy: left out, the same ones for every seed.
+        for (size_t t = 0, i = 0; t < r.acc_by_position.size(); ++t) {
+          if (std::isnan(r.acc_by_position[t])) continue;
           by_position_csv << task << ',' << name << ',' << c.seed << ',' << t + 1 << ',' << r.acc_by_position[t]
                           << '\n';
-          add_to_mean(mean_by_position, t, static_cast<double>(t + 1), r.acc_by_position[t], s == 0, seeds);
+          add_to_mean(mean_by_position, i++, static_cast<double>(t + 1), r.acc_by_position[t], s == 0, seeds);
         }
+        chance = r.chance;
         acc.push_back(r.acc_train_lengths);
         longer.push_back(r.acc_longer);
         past_train.push_back(r.acc_past_train);
@@ -142,7 +147,7 @@ ComparisonFiles comparison_files(const Comparison& cmp) {
                                      (reached.size() < static_cast<size_t>(seeds)
                                           ? " (" + std::to_string(reached.size()) + "/" + std::to_string(seeds) + " seeds)"
                                           : "");
-      table << "| " << task << " | " << name << " | " << fmt("%.3f", a.mean) << " ± " << fmt("%.3f", a.spread)
+      table << "| " << task << " | " << name << " | " << fmt("%.3f", chance) << " | " << fmt("%.3f", a.mean) << " ± " << fmt("%.3f", a.spread)
             << " | " << fmt("%.3f", l.mean) << " ± " << fmt("%.3f", l.spread) << " | " << fmt("%.3f", p.mean)
             << " ± " << fmt("%.3f", p.spread) << " | " << to95 << " | " << fmt("%.1f", t.mean) << " |\n";
     }

@@ -1,6 +1,9 @@
 // What study/encoder_training.hpp declares.
 #include "study/encoder_training.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/cross_entropy.hpp"
@@ -27,24 +30,35 @@ void check_config(const Config& c) {
   if (c.causal && std::find(causal_tasks.begin(), causal_tasks.end(), c.task) == causal_tasks.end())
     sg::fail("train_encoder: task '", c.task, "' labels a position from tokens after it, which the causal "
              "mask hides (causal tasks: shift, tally, recall)");
-  if (c.vocab < 3) sg::fail("train_encoder: vocab ", c.vocab, " must be at least 3");
+  // The messages name the flags train_encoder's user typed (--max-len for
+  // max_len): this is where a bad combination of them is first seen.
+  if (c.vocab < 3) sg::fail("train_encoder: --vocab ", c.vocab, " must be at least 3");
   if (c.min_len < 1 || c.max_len < c.min_len)
-    sg::fail("train_encoder: training lengths [", c.min_len, ", ", c.max_len, "] are empty");
+    sg::fail("train_encoder: training lengths [--min-len ", c.min_len, ", --max-len ", c.max_len, "] are empty");
   if (c.eval_min_len < 1 || c.eval_max_len < c.eval_min_len)
-    sg::fail("train_encoder: evaluation lengths [", c.eval_min_len, ", ", c.eval_max_len, "] are empty");
+    sg::fail("train_encoder: evaluation lengths [--eval-min-len ", c.eval_min_len, ", --eval-max-len ",
+             c.eval_max_len, "] are empty");
   if (c.steps < 1 || c.batch < 1 || c.eval_every < 1 || c.eval_sequences < 1)
-    sg::fail("train_encoder: steps ", c.steps, ", batch ", c.batch, ", eval_every ", c.eval_every,
-             " and eval_sequences ", c.eval_sequences, " must be positive");
-  if (c.shift < 1) sg::fail("train_encoder: shift ", c.shift, " must be at least 1");
-  // Past the longest sequence every label would be the "none" class 0: a
-  // model predicting 0 everywhere would score 1.000 and learn nothing.
+    sg::fail("train_encoder: --steps ", c.steps, ", --batch ", c.batch, ", --eval-every ", c.eval_every,
+             " and the evaluation's sequences ", c.eval_sequences, " must be positive");
+  if (c.hidden < 1 || c.heads < 1 || c.hidden % c.heads != 0)
+    sg::fail("train_encoder: --heads ", c.heads, " must divide --hidden ", c.hidden,
+             " (each head takes --hidden / --heads features)");
+  if (c.positional == sg::nn::Positional::sinusoidal && c.hidden % 2 != 0)
+    sg::fail("train_encoder: --hidden ", c.hidden, " must be even for --positional sinusoidal (sin and cos come in pairs)");
+  if (c.positional == sg::nn::Positional::rotary && (c.hidden / c.heads) % 2 != 0)
+    sg::fail("train_encoder: --hidden ", c.hidden, " / --heads ", c.heads, " = ", c.hidden / c.heads,
+             " features per head must be even for --positional rotary (features rotate in pairs)");
+  if (c.shift < 1) sg::fail("train_encoder: --shift ", c.shift, " must be at least 1");
+  // Positions before the shift are unlabelled: with a shift of --max-len or
+  // more no training sequence has a labelled position.
   if (c.task == "shift" && c.shift >= c.max_len)
-    sg::fail("train_encoder: shift ", c.shift, " must be less than max_len ", c.max_len,
-             " (otherwise every label is 0 and there is nothing to learn)");
-  if (c.back < 1) sg::fail("train_encoder: back ", c.back, " must be at least 1");
+    sg::fail("train_encoder: --shift ", c.shift, " must be less than --max-len ", c.max_len,
+             " (otherwise no training position has a token to copy, and there is nothing to learn)");
+  if (c.back < 1) sg::fail("train_encoder: --back ", c.back, " must be at least 1");
   if (c.task == "recall" && c.back >= c.max_len)
-    sg::fail("train_encoder: back ", c.back, " must be less than max_len ", c.max_len,
-             " (otherwise every label is 0 and there is nothing to learn)");
+    sg::fail("train_encoder: --back ", c.back, " must be less than --max-len ", c.max_len,
+             " (otherwise no training position has a token to recall, and there is nothing to learn)");
   if (c.schedule != "cosine" && c.schedule != "constant")
     sg::fail("train_encoder: schedule '", c.schedule, "' is not cosine or constant");
 }
@@ -74,8 +88,14 @@ Batch make_batch(const Config& c, int64_t batch, int64_t min_len, int64_t max_le
       for (int64_t t = 0; t < len; ++t) y[t] = t >= c.back ? x[t - c.back] : 0;
     }
   }
+  // What the accuracy counts: the labels that depend on the input (not the
+  // fixed 0 before shift's or recall's first copied token).
+  std::vector<int64_t> scored = labels;
+  if (const int64_t fixed = c.task == "shift" ? c.shift : c.task == "recall" ? c.back : 0; fixed > 0)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < std::min(fixed, max_len); ++t) scored[static_cast<size_t>(b * max_len + t)] = kIgnore;
   return {sg::from_vector(ids, {batch, max_len}), sg::from_vector(lens, {batch}),
-          sg::from_vector(labels, {batch, max_len})};
+          sg::from_vector(labels, {batch, max_len}), sg::from_vector(scored, {batch, max_len})};
 }
 
 double accuracy(const sg::Tensor& logits, const sg::Tensor& labels) {
@@ -102,14 +122,25 @@ double evaluate(Model& model, const EvalSet& set) {
   double right = 0, total = 0;
   for (const Batch& b : set.batches) {
     const sg::Tensor logits = model.forward(b.ids, b.valid_lens);
-    const std::vector<int64_t> y = b.labels.to_vector<int64_t>();
+    const std::vector<int64_t> y = b.scored.to_vector<int64_t>();
     double n = 0;
     for (int64_t v : y) n += v != kIgnore;
-    right += accuracy(logits, b.labels) * n;
+    right += accuracy(logits, b.scored) * n;
     total += n;
   }
   model.train(was_training);
   return total ? right / total : 0.0;
+}
+
+double chance_accuracy(const EvalSet& set) {
+  std::map<int64_t, int64_t> counts;
+  int64_t total = 0;
+  for (const Batch& b : set.batches)
+    for (int64_t v : b.scored.to_vector<int64_t>())
+      if (v != kIgnore) ++counts[v], ++total;
+  int64_t most = 0;
+  for (const auto& [label, n] : counts) most = std::max(most, n);
+  return total ? static_cast<double>(most) / static_cast<double>(total) : 0.0;
 }
 
 PositionAccuracy evaluate_positions(Model& model, const EvalSet& set) {
@@ -121,7 +152,7 @@ PositionAccuracy evaluate_positions(Model& model, const EvalSet& set) {
     const int64_t T = b.ids.shape()[1];
     if (static_cast<int64_t>(p.right.size()) < T) p.right.resize(static_cast<size_t>(T)), p.total.resize(static_cast<size_t>(T));
     const std::vector<int64_t> pred = sg::kernel::argmax(model.forward(b.ids, b.valid_lens), -1).to_vector<int64_t>();
-    const std::vector<int64_t> y = b.labels.to_vector<int64_t>();
+    const std::vector<int64_t> y = b.scored.to_vector<int64_t>();
     for (size_t i = 0; i < y.size(); ++i)
       if (y[i] != kIgnore) {
         const size_t t = i % static_cast<size_t>(T);
@@ -161,7 +192,7 @@ sg::Tensor micro_batch_loss(const Model& model, const Batch& b, const sg::parall
   const sg::Tensor labels = sg::slice(b.labels, 0, m.first, end);
   const sg::Tensor logits =
       model.forward(sg::slice(b.ids, 0, m.first, end), sg::slice(b.valid_lens, 0, m.first, end), m.dropout_keys);
-  if (right) *right = right_count(logits, labels);
+  if (right) *right = right_count(logits, sg::slice(b.scored, 0, m.first, end));
   const double share = labelled ? static_cast<double>(labelled_count(labels)) / static_cast<double>(labelled) : 0.0;
   return sg::cross_entropy(logits, labels, kIgnore) * share;
 }
@@ -173,7 +204,7 @@ StepOutcome forward_backward(const Model& model, const Batch& b, sg::parallel::D
     const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
     sg::backward(loss);
     out.loss = loss.item<double>();
-    if (count_right) out.right = right_count(logits, b.labels), out.labelled = labelled_count(b.labels);
+    if (count_right) out.right = right_count(logits, b.scored), out.labelled = labelled_count(b.scored);
     return out;
   }
   const int64_t batch = b.ids.shape()[0], labelled = labelled_count(b.labels);
@@ -182,7 +213,7 @@ StepOutcome forward_backward(const Model& model, const Batch& b, sg::parallel::D
     return micro_batch_loss(model, b, m, labelled, count_right ? &right[static_cast<size_t>(m.index)] : nullptr);
   });
   for (int64_t r : right) out.right += r;
-  out.labelled = labelled;
+  out.labelled = labelled_count(b.scored);
   return out;
 }
 
@@ -201,6 +232,7 @@ Result train(Model& model, const Config& c, const Progress& progress,
                             : sg::optim::constant_schedule(c.lr);
   const EvalSet eval_train = make_eval_set(c, c.min_len, c.max_len, 1);
   Result r;
+  r.chance = chance_accuracy(eval_train);
   if (!c.record_attention_at.empty()) {
     sg::Generator example_gen(0x5eed0000ull + 3000 + static_cast<uint64_t>(c.min_len * 100 + c.max_len));
     r.attention.examples = make_batch(c, c.record_sequences, c.min_len, c.max_len, example_gen);
@@ -228,7 +260,7 @@ Result train(Model& model, const Config& c, const Progress& progress,
     const sg::Tensor loss = sg::cross_entropy(logits, b.labels, kIgnore);
     opt.zero_grad();
     sg::backward(loss);
-    r.curve.push_back({0, loss.item<double>(), accuracy(logits, b.labels), evaluate(model, eval_train),
+    r.curve.push_back({0, loss.item<double>(), accuracy(logits, b.scored), evaluate(model, eval_train),
                        grad_norm(model, ""), grad_norm(model, "encoder.blocks.0.")});
     opt.zero_grad();
     record(0);

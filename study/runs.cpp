@@ -48,12 +48,13 @@ std::vector<File> run_files(const Model& model, const Config& c, const Result& r
   const std::string title = run_title(c);
   std::vector<File> files;
   files.emplace_back("results.md",
-                     "| task | positional | seed | accuracy, training lengths " + std::to_string(c.min_len) + "-" +
+                     "| task | positional | seed | chance | accuracy, training lengths " + std::to_string(c.min_len) + "-" +
                          std::to_string(c.max_len) + " | accuracy, longer " + std::to_string(c.eval_min_len) + "-" +
                          std::to_string(c.eval_max_len) + " | of which positions " + std::to_string(c.max_len + 1) +
                          "-" + std::to_string(c.eval_max_len) +
-                         " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|---|\n| " + c.task + " | " +
+                         " | steps to 95% | seconds |\n|---|---|---|---|---|---|---|---|---|\n| " + c.task + " | " +
                          nn::positional_name(c.positional) + " | " + std::to_string(c.seed) + " | " +
+                         fmt("%.3f", r.chance) + " | " +
                          fmt("%.3f", r.acc_train_lengths) + " | " + fmt("%.3f", r.acc_longer) + " | " +
                          fmt("%.3f", r.acc_past_train) + " | " +
                          (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) + " | " +
@@ -71,7 +72,8 @@ std::vector<File> run_files(const Model& model, const Config& c, const Result& r
 
 std::string run_summary(const Config& c, const Result& r, const std::string& dir, const std::string& report) {
   std::ostringstream o;
-  o << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << ", on longer lengths ("
+  o << "accuracy on training lengths " << fmt("%.3f", r.acc_train_lengths) << " (chance "
+    << fmt("%.3f", r.chance) << "), on longer lengths ("
     << c.eval_min_len << ".." << c.eval_max_len << ") " << fmt("%.3f", r.acc_longer)
     << ", on their positions past the training length (" << c.max_len + 1 << ".." << c.eval_max_len << ") "
     << fmt("%.3f", r.acc_past_train) << ", steps to 95% "

@@ -52,12 +52,23 @@ if(NOT n EQUAL want)  # header + a row per run
   message(FATAL_ERROR "results.csv has ${n} lines, expected ${want}")
 endif()
 foreach(row ${rows})
-  if(NOT row MATCHES "^(task,|(${task_re}),(${kind_re}),[0-9]+,[0-9.e-]+,[0-9.e-]+,-?[0-9]+,[0-9.e-]+,[0-9.e-]+$)")
+  if(NOT row MATCHES "^(task,|(${task_re}),(${kind_re}),[0-9]+,[0-9.e-]+,[0-9.e-]+,-?[0-9]+,[0-9.e-]+,[0-9.e-]+,[0-9.e-]+$)")
     message(FATAL_ERROR "bad row in results.csv: ${row}")
   endif()
 endforeach()
-# accuracy_by_position.csv: a row per run and position 1..16 of the longer sequences.
-math(EXPR want "${runs} * 16 + 1")
+# accuracy_by_position.csv: a row per run and labelled position of the longer
+# sequences (1..16; shift's first position and recall's first three have no
+# label: the defaults --shift 1 and --back 3).
+set(want 1)
+foreach(task ${TASKS})
+  set(labelled 16)
+  if(task STREQUAL "shift")
+    set(labelled 15)
+  elseif(task STREQUAL "recall")
+    set(labelled 13)
+  endif()
+  math(EXPR want "${want} + ${labelled} * ${nkinds} * ${SEEDS}")
+endforeach()
 file(STRINGS ${DIR}/accuracy_by_position.csv rows)
 list(LENGTH rows p)
 if(NOT p EQUAL want)

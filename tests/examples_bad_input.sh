@@ -129,10 +129,13 @@ expect 2 "--report.*--load|--load.*--report" $te --report "$work" --load "$ck"
 expect 2 "--tasks.*--compare" $te --tasks shift
 expect 2 "--seeds.*--compare" $te --seeds 2
 expect 2 "--task.*--compare|--compare.*--task" $te --compare --task sort
-expect 2 "shift 20.*max_len 12" $te --shift 20
+expect 2 "--shift 20 must be less than --max-len 12" $te --shift 20
 expect 2 "--shift applies to the shift task" $te --task sort --shift 2
 expect 2 "--back applies to the recall task" $te --task shift --back 2
-expect 2 "back 12.*max_len 12" $te --task recall --back 12
+expect 2 "--back 12 must be less than --max-len 12" $te --task recall --back 12
+expect 2 "--heads 3 must divide --hidden 64" $te --heads 3
+expect 2 "--hidden 63 must be even for --positional sinusoidal" $te --hidden 63 --heads 1
+expect 2 "--hidden 12 / --heads 4 = 3 features per head must be even for --positional rotary" $te --hidden 12 --heads 4 --positional rotary
 expect 2 "task 'sort'.*causal mask" $te --causal --task sort
 expect 2 "--causal.*--compare|--compare.*--causal" $te --compare --causal
 expect 2 "--studies.*--compare" $te --studies causal
@@ -166,7 +169,7 @@ expect 1 "no 'task'" $te --load "$d/no_task.safetensors"
 expect 1 "seed.*-1" $te --load "$d/seed_bad.safetensors"
 expect 1 "pre_norm.*yes" $te --load "$d/pre_norm_bad.safetensors"
 expect 1 "hidden_other|shape" $te --load "$d/hidden_other.safetensors"
-expect 1 "shift 12 must be less than max_len 12" $te --load "$d/shift_too_far.safetensors"
+expect 1 "--shift 12 must be less than --max-len 12" $te --load "$d/shift_too_far.safetensors"
 expect 1 "tensor '.*' .*nan" $te --load "$d/nan.safetensors"
 expect 1 "truncated.safetensors" $te --load "$d/truncated.safetensors"
 expect 1 "stub.safetensors" $te --load "$d/stub.safetensors"

@@ -83,7 +83,7 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
       for (int64_t r : right) counts[0] += static_cast<double>(r);
       sg::distributed::allreduce_sum(counts, MPI_COMM_WORLD);
       done.right = static_cast<int64_t>(counts[0]);
-      done.labelled = labelled;
+      done.labelled = sg::study::labelled_count(b.scored);
     }
     return done;
   };

@@ -122,8 +122,8 @@ TEST_CASE("training stops at the next step when asked, and refuses a shift with 
   sg::study::Model model(c);
   std::atomic<bool> stop{true};
   REQUIRE_THROWS_WITH(sg::study::train(model, c, nullptr, &stop), Contains("stopped before step 1 of 50"));
-  c.shift = 12;  // = max_len: every label would be 0
-  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("shift 12 must be less than max_len 12"));
+  c.shift = 12;  // = max_len: no training position would be labelled
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("--shift 12 must be less than --max-len 12"));
   c.task = "sort";  // shift does not matter for the other tasks
   REQUIRE_NOTHROW(sg::study::check_config(c));
 }

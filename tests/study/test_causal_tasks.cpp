@@ -18,16 +18,18 @@ TEST_CASE("tally and recall batches follow their definitions", "[training][causa
   for (const std::string task : {"tally", "recall"}) {
     c.task = task;
     const sg::study::Batch b = sg::study::make_batch(c, 16, 3, 9, gen);
-    const auto ids = b.ids.to_vector<int64_t>(), labels = b.labels.to_vector<int64_t>();
+    const auto ids = b.ids.to_vector<int64_t>(), labels = b.labels.to_vector<int64_t>(), scored = b.scored.to_vector<int64_t>();
     const auto lens = b.valid_lens.to_vector<int64_t>();
     for (int64_t s = 0; s < 16; ++s) {
       const int64_t len = lens[static_cast<size_t>(s)];
       const int64_t* x = ids.data() + s * 9;
       const int64_t* y = labels.data() + s * 9;
+      const int64_t* sc = scored.data() + s * 9;
       for (int64_t t = len; t < 9; ++t) CHECK(y[t] == sg::study::kIgnore);
       for (int64_t t = 0; t < len; ++t) {
         if (task == "recall") {
           CHECK(y[t] == (t >= 2 ? x[t - 2] : 0));
+          CHECK(sc[t] == (t >= 2 ? y[t] : sg::study::kIgnore));  // a fixed 0 is not scored
         } else {
           int64_t seen = 0;  // occurrences of x[t] in x[0..t], itself included
           for (int64_t u = 0; u <= t; ++u) seen += x[u] == x[t];
@@ -56,9 +58,9 @@ TEST_CASE("a causal model takes only the tasks whose labels look back", "[traini
   c.causal = false;
   c.task = "recall";
   c.back = c.max_len;
-  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("back 12") && Contains("max_len 12"));
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("--back 12 must be less than --max-len 12"));
   c.back = 0;
-  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("back 0"));
+  REQUIRE_THROWS_WITH(sg::study::check_config(c), Contains("--back 0"));
 }
 
 TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][causal]") {
@@ -73,8 +75,10 @@ TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][c
   const sg::study::EvalSet set = sg::study::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2);
   const sg::study::PositionAccuracy p = sg::study::evaluate_positions(model, set);
   REQUIRE(p.right.size() == static_cast<size_t>(c.eval_max_len));
-  // Every sequence has positions 0 .. eval_min_len - 1; fewer reach the later ones.
-  for (int64_t t = 0; t < c.eval_min_len; ++t) CHECK(p.total[static_cast<size_t>(t)] == 40);
+  // Every sequence has positions 0 .. eval_min_len - 1; fewer reach the later
+  // ones. Position 0's label is shift's fixed 0: never scored.
+  CHECK(p.total[0] == 0);
+  for (int64_t t = 1; t < c.eval_min_len; ++t) CHECK(p.total[static_cast<size_t>(t)] == 40);
   for (int64_t t = c.eval_min_len; t < c.eval_max_len; ++t)
     CHECK(p.total[static_cast<size_t>(t)] <= p.total[static_cast<size_t>(t - 1)]);
   int64_t right = 0, total = 0, right_past = 0, total_past = 0;
@@ -85,7 +89,8 @@ TEST_CASE("accuracy per position adds up to the overall accuracy", "[training][c
   CHECK(std::fabs(p.from(0) - sg::study::evaluate(model, set)) < 1e-12);
   CHECK(p.from(c.max_len) == static_cast<double>(right_past) / static_cast<double>(total_past));
   const std::vector<double> by = p.by_position();
-  for (size_t t = 0; t < by.size(); ++t)
+  CHECK(std::isnan(by[0]));  // nothing scored there
+  for (size_t t = 1; t < by.size(); ++t)
     CHECK(by[t] == static_cast<double>(p.right[t]) / static_cast<double>(p.total[t]));
   CHECK(std::isnan(p.from(c.eval_max_len)));  // no position scored
 }
@@ -107,5 +112,12 @@ TEST_CASE("train() reports accuracy past the training length and per position", 
   const sg::study::PositionAccuracy p =
       sg::study::evaluate_positions(again, sg::study::make_eval_set(c, c.eval_min_len, c.eval_max_len, 2));
   CHECK(r.acc_past_train == p.from(c.max_len));
-  CHECK(r.acc_by_position == p.by_position());
+  const std::vector<double> by = p.by_position();
+  REQUIRE(r.acc_by_position.size() == by.size());
+  for (size_t t = 0; t < by.size(); ++t) {
+    INFO("position " << t);
+    // recall's first `back` positions hold the fixed label 0: not scored, NaN
+    CHECK(std::isnan(by[t]) == (static_cast<int64_t>(t) < c.back));
+    CHECK((std::isnan(by[t]) ? std::isnan(r.acc_by_position[t]) : r.acc_by_position[t] == by[t]));
+  }
 }
