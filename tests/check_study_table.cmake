@@ -1,0 +1,47 @@
+# The table a short `train_encoder --compare` prints (DIR/results.md) is the
+# one checked in for this build's target, digit for digit but for the
+# seconds column (wall time): the run is deterministic, so a change of any
+# result (a kernel's order of sums, the training loop, the tasks) fails here
+# until the tables are made again and the docs' tables with them
+# (docs/results.md, "The README's tables"). The target is the "built for"
+# row of DIR/settings.md (the vector width changes the order of some float
+# sums); the checked-in copy is FIXTURES/<target>/NAME.md.
+#   cmake -DDIR=... -DFIXTURES=... -DNAME=compare [-DUPDATE=1] -P check_study_table.cmake
+# UPDATE=1 writes the copy instead of comparing (for a new target, or after
+# a change that moves the results on purpose).
+foreach(v DIR FIXTURES NAME)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "check_study_table.cmake needs -D${v}=...")
+  endif()
+endforeach()
+file(STRINGS ${DIR}/settings.md built REGEX "^\\| built for \\| ")
+if(NOT built)
+  message(FATAL_ERROR "${DIR}/settings.md has no 'built for' row")
+endif()
+string(REGEX REPLACE "^\\| built for \\| ([^:|]+).*" "\\1" target "${built}")
+string(TOLOWER "${target}" target)
+string(REGEX REPLACE "[^a-z0-9]+" "-" target "${target}")
+file(STRINGS ${DIR}/results.md rows ENCODING UTF-8)
+set(table "")
+foreach(row ${rows})
+  string(REGEX REPLACE "\\| [0-9.]+ \\|$" "|" row "${row}")  # the seconds column
+  string(APPEND table "${row}\n")
+endforeach()
+set(copy ${FIXTURES}/${target}/${NAME}.md)
+if(UPDATE)
+  file(WRITE ${copy} "${table}")
+  message("wrote ${copy}")
+  return()
+endif()
+if(NOT EXISTS ${copy})
+  message(FATAL_ERROR "no table checked in for this build's target '${target}' (${copy}); make it with "
+                      "-DUPDATE=1 (tests/CMakeLists.txt, example_compare_table)")
+endif()
+file(READ ${copy} want)
+if(NOT table STREQUAL want)
+  message(FATAL_ERROR "${DIR}/results.md is not the table checked in for '${target}' (${copy}):\n"
+                      "${table}\n--- checked in:\n${want}\n"
+                      "If the results moved on purpose, make the copies again (-DUPDATE=1) and the docs' tables "
+                      "with them (docs/results.md, \"The README's tables\").")
+endif()
+message("results.md is the table checked in for '${target}' (${copy})")
