@@ -50,12 +50,13 @@ Tensor repeat_for_heads(const Tensor& valid_lens, int64_t heads) {
 }
 
 // (Q, K) int64: clip(j - i, -k, k) + k, the row of the relative table that
-// query i and key j use.
-Tensor clipped_offsets(int64_t queries, int64_t keys, int64_t k) {
+// query i and key j use; the queries at positions offset + i (a decoder's
+// step: its query comes after the cached keys).
+Tensor clipped_offsets(int64_t queries, int64_t keys, int64_t k, int64_t offset = 0) {
   Tensor out = empty({queries, keys}, int64);
   int64_t* o = out.data<int64_t>();
   for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < keys; ++j) o[i * keys + j] = std::clamp(j - i, -k, k) + k;
+    for (int64_t j = 0; j < keys; ++j) o[i * keys + j] = std::clamp(j - (offset + i), -k, k) + k;
   return out;
 }
 
@@ -71,15 +72,16 @@ Tensor weighted_per_query(const Tensor& w, const Tensor& rel) {
   return permute(matmul(permute(w, {1, 0, 2}), rel), {1, 0, 2});
 }
 
-// (heads, Q, K) in `dtype`: ALiBi's bias -m_h * |i - j| for query i, key j.
-Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype) {
+// (heads, Q, K) in `dtype`: ALiBi's bias -m_h * |i - j| for query i (at
+// position offset + i), key j.
+Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype, int64_t offset = 0) {
   const std::vector<double> m = alibi_slopes(heads);
   std::vector<double> bias(static_cast<size_t>(heads * queries * keys));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < queries; ++i)
       for (int64_t j = 0; j < keys; ++j)
         bias[static_cast<size_t>((h * queries + i) * keys + j)] =
-            -m[static_cast<size_t>(h)] * static_cast<double>(std::abs(i - j));
+            -m[static_cast<size_t>(h)] * static_cast<double>(std::abs(offset + i - j));
   return from_vector(bias, {heads, queries, keys}, dtype);
 }
 
@@ -193,6 +195,92 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   const Tensor dropped = attend(scores, by);
   Tensor heads = matmul(dropped, v);  // (B*h, Q, d)
   if (relative_values.defined())  // + sum_j w_ij a'_{j-i}
+    heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));
+  return W_o->forward(merge_heads(heads, num_heads));
+}
+
+void MultiHeadAttention::append(KeyValueCache& cache, const Tensor& x) const {
+  if (x.dim() != 3 || x.shape()[2] != num_hiddens || x.shape()[1] < 1)
+    fail("MultiHeadAttention::append: inputs ", x.shape(), " must be (B, n >= 1, ", num_hiddens, ")");
+  const int64_t start = cache.length();
+  if (start > 0 && cache.keys.shape()[0] != x.shape()[0] * (positions.kind == Positional::none ? 1 : num_heads))
+    fail("MultiHeadAttention::append: inputs ", x.shape(), " do not continue the cached keys ",
+         cache.keys.shape(), " (another batch size)");
+  Tensor k = W_k->forward(x), v = W_v->forward(x);  // (B, n, H)
+  if (positions.kind != Positional::none) {
+    k = split_heads(k, num_heads), v = split_heads(v, num_heads);  // (B*h, n, d)
+    if (positions.kind == Positional::rotary) k = rope(k, start);  // keys at start .. start + n - 1
+  }
+  cache.keys = start == 0 ? k : concat({cache.keys, k}, 1);
+  cache.values = start == 0 ? v : concat({cache.values, v}, 1);
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& queries, const KeyValueCache& cache,
+                                          int64_t query_offset, const Tensor& valid_lens,
+                                          DropoutKeys* dropout_keys, Tensor* weights_out) const {
+  const int64_t nk = cache.length();
+  const int64_t rows = positions.kind == Positional::none ? 1 : num_heads;  // cache rows per example
+  if (nk == 0) fail("MultiHeadAttention::forward_cached: the cache is empty (append the keys first)");
+  if (queries.dim() != 3 || queries.shape()[2] != num_hiddens || cache.keys.shape()[0] != queries.shape()[0] * rows)
+    fail("MultiHeadAttention::forward_cached: queries ", queries.shape(), " must be (B, Q, ", num_hiddens,
+         ") with the batch of the cached keys ", cache.keys.shape());
+  if (query_offset < 0) fail("MultiHeadAttention::forward_cached: query_offset ", query_offset, " is negative");
+  const int64_t batch = queries.shape()[0], nq = queries.shape()[1];
+  // The lengths: the caller's, each capped by causality (query i sees keys
+  // 0 .. query_offset + i) when the layer is causal and that hides a key.
+  Tensor lens = valid_lens;
+  if (lens.defined()) {
+    if (lens.dtype() != int64 || (lens.shape() != Shape{batch} && lens.shape() != Shape{batch, nq}))
+      fail("MultiHeadAttention::forward_cached: valid_lens must be int64 (", batch, ") or (", batch, ", ", nq,
+           "), got ", lens.dtype(), " ", lens.shape(), " for queries ", queries.shape());
+    const int64_t* v = lens.data<int64_t>();
+    for (int64_t i = 0; i < lens.numel(); ++i)
+      if (v[i] < 0 || v[i] > nk)
+        fail("MultiHeadAttention::forward_cached: valid length ", v[i], " at position ", i, " of valid_lens ",
+             lens.shape(), " is outside [0, ", nk, "] for ", nk, " cached keys");
+  }
+  if (causal && query_offset + 1 < nk) {  // else no key comes after any query
+    Tensor capped = empty({batch, nq}, int64);
+    int64_t* c = capped.data<int64_t>();
+    const int64_t* v = lens.defined() ? lens.data<int64_t>() : nullptr;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t given = !v ? nk : lens.dim() == 1 ? v[b] : v[b * nq + i];
+        c[b * nq + i] = std::min(given, query_offset + i + 1);
+      }
+    lens = capped;
+  }
+  if (lens.defined()) lens = repeat_for_heads(lens, num_heads);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(num_hiddens / num_heads));
+  auto attend = [&](const Tensor& scores, double by) {
+    const Tensor weights = masked_softmax(scores, lens, false, by);
+    give_weights(weights, num_heads, weights_out);
+    return attention_dropout->forward(weights, dropout_keys);
+  };
+  if (positions.kind == Positional::none) {
+    const Tensor q = W_q->forward(queries);
+    return W_o->forward(head_pool(attend(head_scores(q, cache.keys, num_heads), scale), cache.values, num_heads));
+  }
+  // As forward's branch for positions inside attention, with the queries at
+  // query_offset + i.
+  Tensor q = split_heads(W_q->forward(queries), num_heads);  // (B*h, Q, d)
+  if (positions.kind == Positional::rotary) q = rope(q, query_offset);
+  Tensor scores = matmul(q, cache.keys, false, true);  // (B*h, Q, K)
+  Tensor offsets;
+  if (positions.kind == Positional::relative) {
+    offsets = clipped_offsets(nq, nk, positions.max_distance, query_offset);
+    scores = scores + dot_per_query(q, embedding(relative_keys, offsets));
+  }
+  double by = scale;
+  if (positions.kind == Positional::alibi) {
+    const Tensor per_head = reshape(scores * scale, {batch, num_heads, nq, nk});
+    scores = reshape(per_head + alibi_bias(num_heads, nq, nk, scores.dtype(), query_offset),
+                     {batch * num_heads, nq, nk});
+    by = 1.0;
+  }
+  const Tensor dropped = attend(scores, by);
+  Tensor heads = matmul(dropped, cache.values);  // (B*h, Q, d)
+  if (relative_values.defined())
     heads = heads + weighted_per_query(dropped, embedding(relative_values, offsets));
   return W_o->forward(merge_heads(heads, num_heads));
 }

@@ -31,6 +31,19 @@
 
 namespace sg::nn {
 
+// The keys and values one attention layer keeps between decoding steps
+// (MultiHeadAttention::append and forward_cached, for a decoder's key/value
+// cache), already projected by W_k and W_v:
+//   positions none:                   (B, T, num_hiddens), the heads side by side;
+//   relative, rotary or alibi:        (B * heads, T, head dim), one row per head,
+//                                     keys rotated to their positions for rotary.
+// Row t holds position t. Off the graph while decoding (NoGradGuard), but the
+// ops record as any other when gradients are on.
+struct KeyValueCache {
+  Tensor keys, values;
+  int64_t length() const { return keys.defined() ? keys.shape()[1] : 0; }
+};
+
 // Filled with designated initializers:
 //   MultiHeadAttention mha(64, 4, 0.0, false, false, {.kind = Positional::relative, .max_distance = 4});
 struct AttentionPositions {
@@ -53,6 +66,24 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                  const Tensor& valid_lens = Tensor(), DropoutKeys* dropout_keys = nullptr,
                  Tensor* weights_out = nullptr) const;
+
+  // Incremental attention (a decoder's key/value cache).
+  // append: projects x (B, n, num_hiddens), the inputs at positions
+  // [cache.length(), cache.length() + n), by W_k and W_v (and rotates the
+  // keys for rotary) and appends them to the cache: n projections, not
+  // length + n.
+  void append(KeyValueCache& cache, const Tensor& x) const;
+  // queries (B, Q, num_hiddens) at positions [query_offset, query_offset + Q)
+  // attend over the cached keys and values (positions 0 .. K-1) -> (B, Q,
+  // num_hiddens): the relative distances, ALiBi's |i - j| and the rotary
+  // angle are those of the absolute positions query_offset + i and j. With
+  // x = the inputs at positions 0..K-1 and Q = K, query_offset = 0, this is
+  // forward(queries, x, x, valid_lens) to rounding. valid_lens: undefined,
+  // (B) or (B, Q), each in [0, K]; `causal` (the layer's flag) also hides
+  // keys j > query_offset + i. weights_out as in forward.
+  Tensor forward_cached(const Tensor& queries, const KeyValueCache& cache, int64_t query_offset,
+                        const Tensor& valid_lens = Tensor(), DropoutKeys* dropout_keys = nullptr,
+                        Tensor* weights_out = nullptr) const;
 
   int64_t num_hiddens, num_heads;
   bool causal;
