@@ -42,9 +42,9 @@ Tensor scalar_op(const Tensor& x, double alpha, double beta, double s, const cha
 // Each gradient is summed back over the axes its input was broadcast along.
 Tensor add(const Tensor& a, const Tensor& b) {
   return record("add", kernel::add(a, b), {a, b}, {}, [a, b](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: add's backward: dL/da and dL/db, each summed back to its input's shape
     if (grad_enabled())  // create_graph: the same, recorded
       return {a.requires_grad() ? sum_to(g, a.shape()) : Tensor(), b.requires_grad() ? sum_to(g, b.shape()) : Tensor()};
-    // BEGIN ASSIGNMENT 1: add's backward: dL/da and dL/db, each summed back to its input's shape
     return {a.requires_grad() ? kernel::sum_to(g, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(g, b.shape()) : Tensor()};
     // END ASSIGNMENT 1
@@ -56,10 +56,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   return record("mul", kernel::mul(a, b), {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
                 [a, b](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: mul's backward: dL/da = g b and dL/db = g a, each summed back to its input's shape
     if (grad_enabled())  // create_graph: the same, recorded (differentiable in g, a and b)
       return {a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor(),
               b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor()};
-    // BEGIN ASSIGNMENT 1: mul's backward: dL/da = g b and dL/db = g a, each summed back to its input's shape
     return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
     // END ASSIGNMENT 1
@@ -72,12 +72,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
   return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 1: div's backward: dL/da = g / b and dL/db = -g a / b^2, each summed back to its input's shape
     if (grad_enabled()) {  // create_graph: -g a / b^2 from a and b (q, the saved output, has no history)
       const Tensor g_over_b = div(g, b);
       return {a.requires_grad() ? sum_to(g_over_b, a.shape()) : Tensor(),
               b.requires_grad() ? sum_to(neg(mul(g_over_b, div(a, b))), b.shape()) : Tensor()};
     }
-    // BEGIN ASSIGNMENT 1: div's backward: dL/da = g / b and dL/db = -g a / b^2, each summed back to its input's shape
     Tensor g_over_b = kernel::div(g, b);
     return {a.requires_grad() ? kernel::sum_to(g_over_b, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::neg(kernel::mul(g_over_b, q)), b.shape())

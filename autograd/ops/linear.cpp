@@ -52,6 +52,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (bias.defined()) inputs.push_back(bias);
   return record("linear", out, inputs,
                 {x.requires_grad() ? weight : Tensor(), weight.requires_grad() ? x : Tensor()}, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 2: linear's backward: dx = g W, dW = g^T x, db = g summed over rows
     if (grad_enabled()) {  // create_graph: the same, recorded
       const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
       const Tensor g2 = reshape(g, {rows, out_features});
@@ -61,7 +62,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (has_bias) grads[2] = sum(g2, 0);
       return grads;
     }
-    // BEGIN ASSIGNMENT 2: linear's backward: dx = g W, dW = g^T x, db = g summed over rows
     const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
     const Tensor g2 = kernel::reshape(g, {rows, out_features});
     Grads grads(has_bias ? 3 : 2);

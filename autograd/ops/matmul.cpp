@@ -18,13 +18,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor out = kernel::matmul(a, b, ta, tb);
   return record("matmul", out, {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
                 [a, b, ta, tb](const Tensor& g) -> Grads {
+    // BEGIN ASSIGNMENT 2: matmul's backward: dL/dA and dL/dB for every transpose flag, summed over broadcast batch axes
     if (grad_enabled()) {  // create_graph: the same products, recorded
       Tensor da, db;
       if (a.requires_grad()) da = sum_to(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a.shape());
       if (b.requires_grad()) db = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
       return {da, db};
     }
-    // BEGIN ASSIGNMENT 2: matmul's backward: dL/dA and dL/dB for every transpose flag, summed over broadcast batch axes
     Tensor da, db;
     if (a.requires_grad()) {
       da = ta ? kernel::matmul(b, g, tb, true)     // A stored (K, M): dA = op(B) g^T
