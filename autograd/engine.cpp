@@ -5,6 +5,7 @@
 // in autograd/anomaly.cpp.
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,6 +13,7 @@
 #include "autograd/anomaly.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/node.hpp"
+#include "autograd/ops/arithmetic.hpp"
 #include "autograd/profiler.hpp"
 #include "core/kernels.hpp"
 
@@ -99,13 +101,24 @@ bool owns_buffer(const Tensor& t) {
 // buffer (no other handle to it, no view of it); out of place otherwise,
 // since the slot may share its buffer with another tensor (add's backward
 // hands the same gradient to both inputs, reshape's returns a view).
-void accumulate(Tensor& slot, const Tensor& g) {
+// Under create_graph the sum is the recorded op sg::add, out of place, so
+// that the summed gradient keeps both parts' histories.
+void accumulate(Tensor& slot, const Tensor& g, bool create_graph) {
   if (!slot.defined())
     slot = g;
+  else if (create_graph)
+    slot = add(slot, g);
   else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1)
     kernel::add_(slot, g);
   else
     slot = kernel::add(slot, g);
+}
+
+// A buffer of g's own: g itself when it owns its buffer; else a copy, a
+// recorded one (sg::affine) when g has a history to keep.
+Tensor own_buffer(const Tensor& g) {
+  if (owns_buffer(g)) return g;
+  return g.requires_grad() ? affine(g, 1.0, 0.0) : clone(g);
 }
 
 // Serialises additions into leaves' .grad across threads: one lock for the
@@ -117,24 +130,28 @@ std::mutex g_leaf_mutex;
 // succeeded; then added into the leaves' .grad all at once.
 class LeafGrads {
  public:
+  explicit LeafGrads(bool create_graph) : create_graph_(create_graph) {}
+  bool create_graph() const { return create_graph_; }
+
   void add(const Tensor& leaf, const Tensor& g) {
     const auto [it, fresh] = index_.try_emplace(leaf.impl(), items_.size());
     if (fresh)
       items_.push_back({leaf, g});
     else
-      accumulate(items_[it->second].grad, g);
+      accumulate(items_[it->second].grad, g, create_graph_);
   }
 
   // Adds every sum into its leaf's .grad. A leaf's .grad is its own buffer
   // (never shared), so optimizers and clipping may change it in place:
   // copies are made first, so that nothing below the lock can fail.
   void commit() {
-    for (Item& item : items_)
-      if (!owns_buffer(item.grad)) item.grad = clone(item.grad);
+    for (Item& item : items_) item.grad = own_buffer(item.grad);
     std::lock_guard<std::mutex> lock(g_leaf_mutex);
     for (Item& item : items_) {
       Tensor current = item.leaf.grad();
-      if (current.defined())
+      if (current.defined() && create_graph_)
+        item.leaf.set_grad(sg::add(current, item.grad));  // recorded, out of place
+      else if (current.defined())
         kernel::add_(current, item.grad);
       else
         item.leaf.set_grad(item.grad);
@@ -154,8 +171,7 @@ class LeafGrads {
         out.emplace_back();
         continue;
       }
-      Tensor& g = items_[it->second].grad;
-      out.push_back(owns_buffer(g) ? g : clone(g));
+      out.push_back(own_buffer(items_[it->second].grad));
     }
     items_.clear();
     index_.clear();
@@ -168,6 +184,7 @@ class LeafGrads {
   };
   std::vector<Item> items_;
   std::unordered_map<const TensorImpl*, size_t> index_;
+  bool create_graph_;
 };
 
 // node's backward, its errors prefixed with the op's name (the engine's own
@@ -207,7 +224,17 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
     return;
   }
 
-  NoGradGuard no_grad;  // backward's own arithmetic is not recorded
+  // Backward's own arithmetic is recorded only under create_graph; each
+  // op's backward reads grad_enabled() to pick its kernels or its composed,
+  // differentiable form.
+  const bool create_graph = leaves.create_graph();
+  if (create_graph) retain_graph = true;  // the new graph reads the old one's inputs and saved tensors
+  std::optional<NoGradGuard> no_grad;
+  std::optional<EnableGradGuard> with_grad;
+  if (create_graph)
+    with_grad.emplace();
+  else
+    no_grad.emplace();
   const auto order = order_from(output);  // throws, before anything ran, if a node cannot run
   // A backward that threw part-way (say, a wrong gradient shape) leaves
   // partial sums in the nodes it had not reached yet; start from none.
@@ -240,7 +267,7 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
             if (in.node()) trail.from.try_emplace(in.node().get(), node);
           }
           if (in.node())
-            accumulate(in.node()->grad, gi);
+            accumulate(in.node()->grad, gi, create_graph);
           else
             leaves.add(in, gi);
         }
@@ -267,20 +294,31 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
 }  // namespace
 
 void backward(const Tensor& output, const Tensor& grad_output, bool retain_graph) {
-  LeafGrads leaves;
-  run_pass("backward", output, grad_output, retain_graph, leaves);
+  backward(output, grad_output, BackwardOptions{retain_graph, false});
+}
+
+void backward(const Tensor& output, BackwardOptions options) { backward(output, Tensor(), options); }
+
+void backward(const Tensor& output, const Tensor& grad_output, BackwardOptions options) {
+  LeafGrads leaves(options.create_graph);
+  run_pass("backward", output, grad_output, options.retain_graph, leaves);
   leaves.commit();
 }
 
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output, bool retain_graph) {
+  return grad(output, inputs, grad_output, BackwardOptions{retain_graph, false});
+}
+
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output,
+           BackwardOptions options) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) fail("grad: input ", i, " is an undefined tensor");
     if (!inputs[i].is_leaf() || !inputs[i].requires_grad())
       fail("grad: input ", i, " of shape ", inputs[i].shape(),
            " is not a leaf tensor that requires grad (grad returns leaves' gradients only)");
   }
-  LeafGrads leaves;
-  run_pass("grad", output, grad_output, retain_graph, leaves);
+  LeafGrads leaves(options.create_graph);
+  run_pass("grad", output, grad_output, options.retain_graph, leaves);
   return leaves.take(inputs);
 }
 

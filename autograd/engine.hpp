@@ -25,6 +25,20 @@ class NoGradGuard {
   bool previous_;
 };
 
+// The opposite: recording on while it lives (per thread), even inside a
+// NoGradGuard. backward(..., {.create_graph = true}) runs the backwards
+// under it so that the gradients they compute are recorded.
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Gives `out` a node when recording is on and any input requires grad, and
 // returns it. This is how every op joins the graph: the library's own, and
 // yours, defined in your program with no change to the library (PyTorch's
@@ -63,7 +77,11 @@ class NoGradGuard {
 //             engine checks, naming the op), or Tensor() where none flows
 //             (`x.requires_grad() ? ... : Tensor()` skips needless work). It
 //             runs with recording off, so sg:: ops and sg::kernel kernels both
-//             work in it. Never change g or an input in place (returning g
+//             work in it; under backward's create_graph it runs with recording
+//             on (grad_enabled() is true), and then only what it computes
+//             with sg:: ops from g and the captured inputs can be
+//             differentiated again (docs/adding-a-layer.md: "Twice
+//             differentiable"). Never change g or an input in place (returning g
 //             itself is fine): the engine sums gradients out of place.
 //             Capture by value; capture `out.detach()`, never `out` (a cycle).
 //   saved     (second form) every tensor whose values backward reads: inputs,
@@ -109,6 +127,19 @@ class AnomalyModeGuard {
   bool previous_;
 };
 
+// How a backward pass runs.
+//   retain_graph  keep the graph after the pass, to go through it again.
+//   create_graph  record the pass itself: the gradients carry their own
+//                 history (every backward runs with recording on, and the
+//                 engine's sums of gradients are recorded adds), so they can
+//                 be differentiated again, to any order (PyTorch's
+//                 create_graph). Implies retain_graph. Off, backward runs
+//                 with recording off and calls the same kernels as before.
+struct BackwardOptions {
+  bool retain_graph = false;
+  bool create_graph = false;
+};
+
 // Runs reverse-mode differentiation from `output`. A non-scalar output needs
 // `grad_output` of its shape. Gradients add into the .grad of every leaf that
 // requires grad. The graph is freed afterwards unless retain_graph is set.
@@ -119,11 +150,22 @@ class AnomalyModeGuard {
 // changes no .grad. Its nodes that already ran are freed (unless
 // retain_graph), and a later backward through them says which error freed them.
 //
+// With create_graph, a leaf's .grad is a tensor with a history (a .grad
+// already there is replaced by the recorded sum, out of place); that history
+// holds the leaf, so leaf -> .grad -> graph -> leaf is a reference cycle
+// until you reset the .grad (leaf.set_grad(Tensor())), as in PyTorch. grad()
+// below returns the gradients instead and has no such cycle: prefer it.
+//
 // Threads: passes on several threads may share leaves (one model's
 // parameters, each thread its own graph); their additions into a shared
 // leaf's .grad are serialised, so the sum is exact (in some order). Two
 // threads must not run backward through the same non-leaf tensor at once.
+//
+//   sg::backward(loss);                           // first order, graph freed
+//   sg::backward(loss, {.create_graph = true});   // .grad differentiable
 void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool retain_graph = false);
+void backward(const Tensor& output, const Tensor& grad_output, BackwardOptions options);
+void backward(const Tensor& output, BackwardOptions options);
 
 // The gradients of `output` with respect to `inputs` (leaves that require
 // grad), returned instead of added into their .grad (PyTorch's
@@ -132,7 +174,18 @@ void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool r
 // otherwise (checks, errors, freeing the graph). A data-parallel step
 // (parallel/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
 // and sum them in a fixed order.
+//
+// Derivatives of derivatives: with create_graph the returned gradients have
+// a history and can be passed to grad() again. grad_output may itself
+// require grad (a leaf), and then the gradients are differentiable in it
+// too (autograd/tools/functional.hpp uses that for jvp).
+//
+//   sg::Tensor x = sg::full({}, 0.5, sg::float64).set_requires_grad();
+//   sg::Tensor dy = sg::grad(sg::tanh(x), {x}, {}, {.create_graph = true})[0];
+//   sg::Tensor d2y = sg::grad(dy, {x})[0];        // -2 tanh(x) (1 - tanh(x)^2)
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
            bool retain_graph = false);
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output,
+           BackwardOptions options);
 
 }  // namespace sg

@@ -17,6 +17,8 @@ thread_local bool g_anomaly_mode = false;
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = previous_; }
 
 bool anomaly_mode() { return g_anomaly_mode; }
 void set_anomaly_mode(bool on) { g_anomaly_mode = on; }

@@ -2,10 +2,19 @@
 // scalar operators are compositions of them. int64 tensors (ids, lengths)
 // never require grad: their arithmetic records nothing and stays int64, as
 // in PyTorch (valid_lens - 1), through the kernels directly.
+//
+// Second order: each backward has two forms. Recording off (a first-order
+// backward()), the kernels as before; recording on (create_graph), the same
+// formulas with the recorded ops (sg::mul, sg::sum_to), so the gradient can
+// be differentiated again in g and in the inputs. Two forms rather than
+// sg:: ops alone: with recording off sg::mul would compute the same, but
+// each call would also pass record()'s anomaly check and profiler mark,
+// which would then name a backward's arithmetic as forward ops.
 #include <cmath>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {
@@ -34,6 +43,8 @@ Tensor scalar_op(const Tensor& x, double alpha, double beta, double s, const cha
 Tensor add(const Tensor& a, const Tensor& b) {
   return record("add", kernel::add(a, b), {a, b}, {}, [a, b](const Tensor& g) -> Grads {
     // BEGIN ASSIGNMENT 1: add's backward: dL/da and dL/db, each summed back to its input's shape
+    if (grad_enabled())  // create_graph: the same, recorded
+      return {a.requires_grad() ? sum_to(g, a.shape()) : Tensor(), b.requires_grad() ? sum_to(g, b.shape()) : Tensor()};
     return {a.requires_grad() ? kernel::sum_to(g, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(g, b.shape()) : Tensor()};
     // END ASSIGNMENT 1
@@ -46,6 +57,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return record("mul", kernel::mul(a, b), {a, b}, {a.requires_grad() ? b : Tensor(), b.requires_grad() ? a : Tensor()},
                 [a, b](const Tensor& g) -> Grads {
     // BEGIN ASSIGNMENT 1: mul's backward: dL/da = g b and dL/db = g a, each summed back to its input's shape
+    if (grad_enabled())  // create_graph: the same, recorded (differentiable in g, a and b)
+      return {a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor(),
+              b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor()};
     return {a.requires_grad() ? kernel::sum_to(kernel::mul(g, b), a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::mul(g, a), b.shape()) : Tensor()};
     // END ASSIGNMENT 1
@@ -59,6 +73,11 @@ Tensor div(const Tensor& a, const Tensor& b) {
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
   return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
     // BEGIN ASSIGNMENT 1: div's backward: dL/da = g / b and dL/db = -g a / b^2, each summed back to its input's shape
+    if (grad_enabled()) {  // create_graph: -g a / b^2 from a and b (q, the saved output, has no history)
+      const Tensor g_over_b = div(g, b);
+      return {a.requires_grad() ? sum_to(g_over_b, a.shape()) : Tensor(),
+              b.requires_grad() ? sum_to(neg(mul(g_over_b, div(a, b))), b.shape()) : Tensor()};
+    }
     Tensor g_over_b = kernel::div(g, b);
     return {a.requires_grad() ? kernel::sum_to(g_over_b, a.shape()) : Tensor(),
             b.requires_grad() ? kernel::sum_to(kernel::neg(kernel::mul(g_over_b, q)), b.shape())
@@ -69,7 +88,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 Tensor affine(const Tensor& x, double alpha, double beta) {
   return record("affine", kernel::affine(x, alpha, beta), {x}, {}, [alpha](const Tensor& g) -> Grads {
-    return {kernel::affine(g, alpha, 0)};
+    return {grad_enabled() ? affine(g, alpha, 0) : kernel::affine(g, alpha, 0)};
   });
 }
 

@@ -1,9 +1,15 @@
 // Cross-entropy over logits through a fused log-softmax: never forms
 // softmax probabilities that could underflow before the log.
+// Second order: first order keeps the fused backward loop. Under create_graph
+// (recording on) the gradient (softmax(logits) - onehot(target)) g / M on the
+// counted rows is written with recorded ops (softmax computed again from the
+// logits; the one-hot and the row mask are constants).
 #include <cmath>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/cross_entropy.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/softmax.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {
@@ -44,7 +50,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     *loss.data<T>() = static_cast<T>(counted ? total / static_cast<double>(counted) : 0.0);
   });
   return record("cross_entropy", loss, {logits, targets}, {targets},
-                [logp, targets, ignore_index, counted](const Tensor& g) -> Grads {
+                [logp, targets, ignore_index, counted, logits](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      Tensor onehot = zeros(logp.shape(), logp.dtype()), rowmask = zeros(logp.shape(), logp.dtype());
+      const int64_t classes = logp.shape().back(), rows = targets.numel();
+      const int64_t* t = targets.data<int64_t>();
+      visit_floating(logp.dtype(), "cross_entropy", [&](auto tag) {
+        using T = decltype(tag);
+        T *oh = onehot.data<T>(), *rm = rowmask.data<T>();
+        for (int64_t n = 0; n < rows; ++n) {
+          if (t[n] == ignore_index) continue;
+          oh[n * classes + t[n]] = T(1);
+          for (int64_t c = 0; c < classes; ++c) rm[n * classes + c] = T(1);
+        }
+      });
+      const Tensor scale = counted ? affine(g, 1.0 / static_cast<double>(counted), 0) : zeros_like(g);
+      return {mul(mul(sub(softmax(logits), onehot), rowmask), scale), Tensor()};
+    }
     Tensor d = empty(logp.shape(), logp.dtype());
     const int64_t classes = logp.shape().back(), rows = targets.numel();
     const int64_t* t = targets.data<int64_t>();

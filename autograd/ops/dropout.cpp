@@ -10,6 +10,11 @@
 // count) of a batch and counts its elements from first times the elements
 // per example: a micro-batch given the key the whole batch drew gets the
 // whole batch's mask, cut to its examples.
+//
+// Second order: the backward is the same mask applied to g, a linear map of
+// g alone. First order applies it with the kernel; under create_graph
+// (recording on) it is the recorded dropout op itself on g (same coins), so
+// its backward is the mask again, to any order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -109,7 +114,8 @@ Tensor masked(const Tensor& x, double p, uint64_t key, uint64_t base) {
   const auto threshold = static_cast<uint32_t>(std::ldexp(p, 32));
   const double keep = 1.0 / (1.0 - p);
   return record("dropout", apply_mask(x, key, base, threshold, keep), {x}, {},
-                [key, base, threshold, keep](const Tensor& g) -> Grads {
+                [p, key, base, threshold, keep](const Tensor& g) -> Grads {
+                  if (grad_enabled()) return {masked(g, p, key, base)};  // create_graph: recorded
                   return {apply_mask(g, key, base, threshold, keep)};  // the same coins: dL/dx = dL/dy * m / (1 - p)
                 });
 }

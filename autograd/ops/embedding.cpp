@@ -1,4 +1,8 @@
 // Embedding lookup: a row gather forward, a scatter-add backward.
+// Second order: the backward is linear in g alone. First order runs the
+// scatter loop; under create_graph (recording on) the same loop is a
+// recorded op (scatter_rows, below) whose backward is the gather,
+// embedding() itself, so every order works.
 #include "autograd/engine.hpp"
 #include "autograd/ops/embedding.hpp"
 #include "core/kernels.hpp"
@@ -8,6 +12,32 @@
 #include <cstring>
 
 namespace sg {
+namespace {
+
+// g: (..., D) -> (V, D): row ids[i] gets g[i] added (a row used twice gets both).
+Tensor scatter_loop(const Tensor& g, const Tensor& ids, const Shape& weight_shape) {
+  Tensor dw = zeros(weight_shape, g.dtype());
+  const int64_t d = weight_shape[1], count = ids.numel();
+  const int64_t* idx = ids.data<int64_t>();
+  visit_floating(g.dtype(), "embedding", [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = g.data<T>();
+    T* w = dw.data<T>();
+    // Serial over ids: two ids may name the same row.
+    for (int64_t i = 0; i < count; ++i)
+      for (int64_t j = 0; j < d; ++j) w[idx[i] * d + j] += gp[i * d + j];
+  });
+  return dw;
+}
+
+// scatter_loop as a recorded op, for create_graph.
+Tensor scatter_rows(const Tensor& g, const Tensor& ids, const Shape& weight_shape) {
+  return record("embedding_backward", scatter_loop(g, ids, weight_shape), {g, ids}, {ids}, [ids](const Tensor& gg) -> Grads {
+    return {embedding(gg, ids), Tensor()};
+  });
+}
+
+}  // namespace
 
 // weight: (V, D), ids: (...) int64 -> out: (..., D), out[i] = weight[ids[i]].
 // Backward: dweight[ids[i]] += g[i] (a row used twice gets both gradients).
@@ -31,18 +61,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   });
 
   return record("embedding", out, {weight, ids}, {ids}, [weight, ids](const Tensor& g) -> Grads {
-    Tensor dw = zeros_like(weight);
-    const int64_t d = weight.shape()[1], count = ids.numel();
-    const int64_t* idx = ids.data<int64_t>();
-    visit_floating(weight.dtype(), "embedding", [&](auto tag) {
-      using T = decltype(tag);
-      const T* gp = g.data<T>();
-      T* w = dw.data<T>();
-      // Serial over ids: two ids may name the same row.
-      for (int64_t i = 0; i < count; ++i)
-        for (int64_t j = 0; j < d; ++j) w[idx[i] * d + j] += gp[i * d + j];
-    });
-    return {dw, Tensor()};
+    if (grad_enabled()) return {scatter_rows(g, ids, weight.shape()), Tensor()};
+    return {scatter_loop(g, ids, weight.shape()), Tensor()};
   });
 }
 

@@ -4,11 +4,18 @@
 //                         (GPT-2's form); differs from the exact one by up to ~5e-4
 // Forward and backward are one pass each over the elements; the backward
 // recomputes from x (cheaper than keeping Phi).
+// Second order: first order keeps the one-pass kernel. Under create_graph
+// (recording on) the slope is written with recorded ops: for "tanh" entirely
+// (tanh, mul, affine); for "none" as Phi(x) + x phi(x), where Phi is a small
+// recorded op (normal_cdf, below) whose backward is phi(x) =
+// exp(-x^2/2)/sqrt(2 pi), itself recorded ops, so every order works.
 #include <cmath>
 #include <string>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/gelu.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/unary.hpp"
 #include "core/parallel.hpp"
 
 namespace sg {
@@ -55,6 +62,30 @@ Tensor apply(const Tensor& x, const Tensor& g, bool exact) {
   return out;
 }
 
+// phi(x), the normal density, with recorded ops.
+Tensor normal_pdf(const Tensor& x) { return affine(exp(affine(mul(x, x), -0.5, 0)), kInvSqrt2Pi, 0); }
+
+// Phi(x), the normal CDF, as a recorded op: used by the composed slope only.
+Tensor normal_cdf(const Tensor& x) {
+  Tensor out = empty(x.shape(), x.dtype());
+  visit_floating(x, "gelu", [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = x.data<T>();
+    T* o = out.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = T(0.5) * (T(1) + std::erf(a[i] * T(kInvSqrt2)));
+  });
+  return record("normal_cdf", out, {x}, [x](const Tensor& g) -> Grads { return {mul(g, normal_pdf(x))}; });
+}
+
+// d gelu / dx with recorded ops.
+Tensor composed_slope(const Tensor& x, bool exact) {
+  if (exact) return add(normal_cdf(x), mul(x, normal_pdf(x)));
+  const Tensor x2 = mul(x, x);
+  const Tensor t = tanh(affine(mul(x, affine(x2, 0.044715, 1.0)), kSqrt2OverPi, 0));  // tanh(u)
+  const Tensor du = affine(x2, kSqrt2OverPi * 3 * 0.044715, kSqrt2OverPi);               // du/dx
+  return add(affine(t, 0.5, 0.5), mul(affine(x, 0.5, 0), mul(affine(mul(t, t), -1.0, 1.0), du)));
+}
+
 }  // namespace
 
 // x: any shape -> same shape.
@@ -65,6 +96,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
     fail("gelu: needs a float32 or float64 tensor, got ", x.dtype(), " ", x.shape());
   const bool exact = approximate == "none";
   return record("gelu", apply<false>(x, Tensor(), exact), {x}, [x, exact](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {mul(g, composed_slope(x, exact))};
     return {apply<true>(x, g, exact)};
   });
 }

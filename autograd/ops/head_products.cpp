@@ -10,8 +10,16 @@
 //   head_pool(w, v, heads)   == merge(matmul(w, split(v)))
 //
 // with split: (B, T, heads * d) -> (B * heads, T, d) and merge its inverse.
+//
+// Second order: each product's backward is two products of the same kinds,
+//   head_scores: dq = head_pool(g, k),   dk = head_pool(g^T, q)
+//   head_pool:   dw = head_scores(g, v), dv = head_pool(w^T, g)
+// (^T swaps the last two axes). First order runs them with the strided
+// GEMMs directly; under create_graph (recording on) it calls the recorded
+// ops as written above, so every order works.
 #include "autograd/engine.hpp"
 #include "autograd/ops/head_products.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/kernels/gemm.hpp"
 
 #include <algorithm>
@@ -74,6 +82,9 @@ Tensor head_scores(const Tensor& q, const Tensor& k, int64_t heads) {
                 scores, stacked(nq, nk, heads), batch, heads);
   return record("head_scores", scores, {q, k}, {q.requires_grad() ? k : Tensor(), k.requires_grad() ? q : Tensor()},
                 [q, k, heads](const Tensor& g) -> Grads {
+    if (grad_enabled())
+      return {q.requires_grad() ? head_pool(g, k, heads) : Tensor(),
+              k.requires_grad() ? head_pool(transpose(g, 1, 2), q, heads) : Tensor()};
     const int64_t batch = q.shape()[0], nq = q.shape()[1], nk = k.shape()[1];
     const int64_t d = q.shape()[2] / heads;
     Tensor dq, dk;
@@ -109,6 +120,9 @@ Tensor head_pool(const Tensor& weights, const Tensor& v, int64_t heads) {
                 by_columns(nk, d, heads), out, by_columns(nq, d, heads), batch, heads);
   return record("head_pool", out, {weights, v},
                 {weights.requires_grad() ? v : Tensor(), v.requires_grad() ? weights : Tensor()}, [weights, v, heads](const Tensor& g) -> Grads {
+    if (grad_enabled())
+      return {weights.requires_grad() ? head_scores(g, v, heads) : Tensor(),
+              v.requires_grad() ? head_pool(transpose(weights, 1, 2), g, heads) : Tensor()};
     const int64_t nq = weights.shape()[1], nk = weights.shape()[2], batch = v.shape()[0];
     const int64_t d = v.shape()[2] / heads;
     Tensor dw, dv;

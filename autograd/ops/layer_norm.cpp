@@ -1,9 +1,18 @@
 // Layer normalisation over the last axis, one fused kernel each way.
+// Second order: first order keeps the fused backward kernel. Under
+// create_graph (recording on) the backward is the same formula written with
+// recorded ops, the mean and 1/std computed again from x with them (the
+// saved statistics have no history):
+//   xhat = (x - mean) rstd,  gx = g gamma
+//   dx = rstd (gx - mean(gx) - xhat mean(gx xhat)),  dgamma = sum(g xhat),  dbeta = sum(g)
 #include <cmath>
 #include <vector>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/layer_norm.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/unary.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
@@ -118,7 +127,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   // With xhat = (x - mean) * rstd and gx = g * gamma, per row:
   //   dx = rstd * (gx - mean_d(gx) - xhat * mean_d(gx * xhat))
   //   dgamma = sum_rows g * xhat,  dbeta = sum_rows g
-  return record("layer_norm", out, {x, gamma, beta}, {x, gamma}, [x, gamma, beta, mean, rstd](const Tensor& g) -> Grads {
+  return record("layer_norm", out, {x, gamma, beta}, {x, gamma}, [x, gamma, beta, mean, rstd, eps](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      const Tensor xc = sub(x, sg::mean(x, -1, true));
+      const Tensor r = pow(affine(sg::mean(mul(xc, xc), -1, true), 1.0, eps), -0.5);
+      const Tensor xhat = mul(xc, r), gx = mul(g, gamma);
+      return {mul(r, sub(sub(gx, sg::mean(gx, -1, true)), mul(xhat, sg::mean(mul(gx, xhat), -1, true)))),
+              sum_to(mul(g, xhat), gamma.shape()), sum_to(g, beta.shape())};
+    }
     const int64_t dim = x.shape().back(), rows = mean.numel();
     Tensor dx = empty(x.shape(), x.dtype());
     Tensor dgamma = zeros_like(gamma), dbeta = zeros_like(beta);

@@ -1,7 +1,13 @@
 // The affine map of a Linear layer, y = x W^T + b, as one op: the bias is the
 // product's starting value instead of a tensor of its own plus a broadcast add.
+// Second order: first order keeps the kernels; under create_graph (recording
+// on) the backward is the same three products written with the recorded
+// matmul, reshape and sum, so it is differentiable in g, x and W.
 #include "autograd/engine.hpp"
 #include "autograd/ops/linear.hpp"
+#include "autograd/ops/matmul.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
 #include "core/kernels/gemm.hpp"
 #include "core/kernels.hpp"
 
@@ -47,6 +53,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return record("linear", out, inputs,
                 {x.requires_grad() ? weight : Tensor(), weight.requires_grad() ? x : Tensor()}, [x, weight, rows, has_bias = bias.defined()](const Tensor& g) -> Grads {
     // BEGIN ASSIGNMENT 2: linear's backward: dx = g W, dW = g^T x, db = g summed over rows
+    if (grad_enabled()) {  // create_graph: the same, recorded
+      const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
+      const Tensor g2 = reshape(g, {rows, out_features});
+      Grads grads(has_bias ? 3 : 2);
+      if (x.requires_grad()) grads[0] = reshape(matmul(g2, weight), x.shape());
+      if (weight.requires_grad()) grads[1] = matmul(g2, reshape(x, {rows, in_features}), true, false);
+      if (has_bias) grads[2] = sum(g2, 0);
+      return grads;
+    }
     const int64_t in_features = weight.shape()[1], out_features = weight.shape()[0];
     const Tensor g2 = kernel::reshape(g, {rows, out_features});
     Grads grads(has_bias ? 3 : 2);

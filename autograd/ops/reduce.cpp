@@ -1,4 +1,10 @@
-// Reductions: sum and max are primitives, mean is sum times 1/n.
+// Reductions: sum and max are primitives, mean is sum times 1/n; sum_to
+// (the backward of broadcasting) is here too.
+// Second order: sum's and sum_to's backwards broadcast g, with the kernel
+// when recording is off, with the recorded sg::broadcast_to under
+// create_graph. max's first-order backward scatters g with one loop; under
+// create_graph it is g broadcast times a constant one-hot mask of the
+// argmax (recorded ops), differentiable in g (the mask has no derivative).
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/reduce.hpp"
@@ -19,7 +25,14 @@ Shape keepdim_shape(const Shape& s, int64_t axis) {
 // x: (...) -> (); every element's gradient is g.
 Tensor sum(const Tensor& x) {
   return record("sum", kernel::sum(x), {x}, {}, [x](const Tensor& g) -> Grads {
-    return {kernel::broadcast_to(g, x.shape())};
+    return {grad_enabled() ? broadcast_to(g, x.shape()) : kernel::broadcast_to(g, x.shape())};
+  });
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return record("sum_to", kernel::sum_to(x, shape), {x}, {}, [x](const Tensor& g) -> Grads {
+    return {grad_enabled() ? broadcast_to(g, x.shape()) : kernel::broadcast_to(g, x.shape())};
   });
 }
 
@@ -27,6 +40,7 @@ Tensor sum(const Tensor& x) {
 Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
   axis = normalize_axis(axis, x.shape(), "sum");
   return record("sum", kernel::sum(x, axis, keepdim), {x}, {}, [x, axis](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {broadcast_to(reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
     return {kernel::broadcast_to(kernel::reshape(g, keepdim_shape(x.shape(), axis)), x.shape())};
   });
 }
@@ -61,6 +75,9 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   return record("max", kernel::max(x, axis, keepdim), {x}, [x, axis](const Tensor& g) -> Grads {
     // x viewed as (outer, n, inner); g and the argmax as (outer, inner).
     const Tensor arg = kernel::argmax(x, axis, false);
+    const bool composed = grad_enabled();
+    const Tensor gk = composed ? reshape(g, keepdim_shape(x.shape(), axis)) : g;
+    // dx (first order), or the one-hot mask of the argmax (create_graph)
     Tensor dx = zeros_like(x);
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
     int64_t in = 1;  // the inner extent: product of the axes after `axis`
@@ -68,13 +85,14 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
     const int64_t* idx = arg.data<int64_t>();
     visit_floating(x.dtype(), "max", [&](auto tag) {
       using T = decltype(tag);
-      const T* gp = g.data<T>();
+      const T* gp = composed ? nullptr : g.data<T>();
       T* d = dx.data<T>();
       for (int64_t k = 0; k < arg.numel(); ++k) {
         const int64_t o = k / in, i = k % in;
-        d[(o * n + idx[k]) * in + i] += gp[k];
+        d[(o * n + idx[k]) * in + i] += composed ? T(1) : gp[k];
       }
     });
+    if (composed) return {mul(broadcast_to(gk, x.shape()), dx)};
     return {dx};
   });
 }

@@ -15,5 +15,8 @@ Tensor mean(const Tensor& x, int64_t axis, bool keepdim = false);
 // The gradient goes to the first maximum only (as argmax picks it).
 Tensor max(const Tensor& x);
 Tensor max(const Tensor& x, int64_t axis, bool keepdim = false);
+// x summed over the axes along which `shape` broadcasts to x's shape (the
+// backward of broadcasting); x itself when the shapes are equal.
+Tensor sum_to(const Tensor& x, const Shape& shape);
 
 }  // namespace sg

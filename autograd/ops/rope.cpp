@@ -4,6 +4,9 @@
 // for position n then have a dot product that depends on m - n only, since
 // R(m)^T R(n) = R(n - m). The pairs and frequencies are those of the
 // sinusoidal table P (sin/cos of the same angles).
+// Second order: the backward rotates g back, a linear map of g alone. First
+// order calls the rotation kernel; under create_graph (recording on) it is a
+// recorded rotation (rotate, below), whose backward is the opposite rotation.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -53,6 +56,13 @@ Tensor rotate_pairs(const Tensor& x, int64_t offset, double base, int direction)
   return out;
 }
 
+// rotate_pairs as a recorded op; its backward rotates the other way.
+Tensor rotate(const Tensor& x, int64_t offset, double base, int direction) {
+  return record("rope", rotate_pairs(x, offset, base, direction), {x}, {}, [offset, base, direction](const Tensor& g) -> Grads {
+    return {grad_enabled() ? rotate(g, offset, base, -direction) : rotate_pairs(g, offset, base, -direction)};
+  });
+}
+
 }  // namespace
 
 // x: (..., T, d), d even -> (..., T, d), row t rotated for position offset + t.
@@ -66,7 +76,7 @@ Tensor rope(const Tensor& x, int64_t offset, double base) {
   if (!(base > 1)) fail("rope: base must be greater than 1, got ", base);
   Tensor out = rotate_pairs(x, offset, base, 1);
   return record("rope", out, {x}, {}, [offset, base](const Tensor& g) -> Grads {
-    return {rotate_pairs(g, offset, base, -1)};
+    return {grad_enabled() ? rotate(g, offset, base, -1) : rotate_pairs(g, offset, base, -1)};
   });
 }
 

@@ -1,16 +1,20 @@
 // Shape ops: reshape is a view, the others copy. Their backwards move the
 // gradient back to where each element came from.
+// Second order: every backward here is linear in g alone; under create_graph
+// (recording on) it calls the recorded op (sg::reshape, ...) instead of the
+// kernel, so the gradient stays differentiable in g.
 #include <numeric>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/shape.hpp"
+#include "autograd/ops/reduce.hpp"
 #include "core/kernels.hpp"
 
 namespace sg {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   return record("reshape", kernel::reshape(x, shape), {x}, {}, [x](const Tensor& g) -> Grads {
-    return {kernel::reshape(g, x.shape())};
+    return {grad_enabled() ? reshape(g, x.shape()) : kernel::reshape(g, x.shape())};
   });
 }
 
@@ -21,7 +25,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     inverse[static_cast<size_t>(normalize_axis(dims[i], x.shape(), "permute"))] = static_cast<int64_t>(i);
   return record("permute", out, {x}, {}, [inverse](const Tensor& g) -> Grads {
-    return {kernel::permute(g, inverse)};
+    return {grad_enabled() ? permute(g, inverse) : kernel::permute(g, inverse)};
   });
 }
 
@@ -46,7 +50,7 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
     if (start > 0) pad[static_cast<size_t>(axis)] = start, parts.push_back(zeros(pad, g.dtype()));
     parts.push_back(g);
     if (end < n) pad[static_cast<size_t>(axis)] = n - end, parts.push_back(zeros(pad, g.dtype()));
-    return {kernel::concat(parts, axis)};
+    return {grad_enabled() ? concat(parts, axis) : kernel::concat(parts, axis)};
   });
 }
 
@@ -59,10 +63,19 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     int64_t at = 0;
     for (const Tensor& x : xs) {
       const int64_t n = x.shape()[static_cast<size_t>(axis)];
-      grads.push_back(x.requires_grad() ? kernel::slice(g, axis, at, at + n) : Tensor());
+      grads.push_back(!x.requires_grad() ? Tensor()
+                      : grad_enabled()   ? slice(g, axis, at, at + n)
+                                         : kernel::slice(g, axis, at, at + n));
       at += n;
     }
     return grads;
+  });
+}
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return record("broadcast_to", kernel::broadcast_to(x, shape), {x}, {}, [x](const Tensor& g) -> Grads {
+    return {grad_enabled() ? sum_to(g, x.shape()) : kernel::sum_to(g, x.shape())};
   });
 }
 

@@ -1,4 +1,9 @@
 // Softmax family along the last axis.
+// Second order: the first-order backwards stay the fused kernels below (one
+// pass per row). Under create_graph (recording on) each backward is the same
+// formula written with recorded ops, from the output computed again from x
+// with the recorded op itself (the saved output has no history): one more
+// forward per create_graph pass, nothing more in first order.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -6,6 +11,8 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/softmax.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
 #include "core/kernels.hpp"
 #include "core/runtime.hpp"
 #include "core/parallel.hpp"
@@ -17,7 +24,11 @@ namespace sg {
 // x: (..., n) -> y: (..., n). dx = y * (g - sum(g * y)) per row.
 Tensor softmax(const Tensor& x) {
   Tensor out = kernel::softmax(x);
-  return record("softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("softmax", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      const Tensor s = softmax(x), gs = mul(g, s);
+      return {sub(gs, mul(s, sum(gs, -1, true)))};
+    }
     // BEGIN ASSIGNMENT 3: softmax's backward: dx = y * (g - sum(g * y)) per row
     const Tensor gy = kernel::mul(g, y);
     return {kernel::sub(gy, kernel::mul(y, kernel::sum(gy, -1, true)))};
@@ -28,7 +39,8 @@ Tensor softmax(const Tensor& x) {
 // x: (..., n) -> x - logsumexp(x). dx = g - softmax(x) * sum(g) per row.
 Tensor log_softmax(const Tensor& x) {
   Tensor out = kernel::log_softmax(x);
-  return record("log_softmax", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("log_softmax", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {sub(g, mul(softmax(x), sum(g, -1, true)))};  // exp(log_softmax) = softmax
     // BEGIN ASSIGNMENT 3: log_softmax's backward: dx = g - softmax(x) * sum(g) per row
     return {kernel::sub(g, kernel::mul(kernel::exp(y), kernel::sum(g, -1, true)))};
     // END ASSIGNMENT 3
@@ -204,7 +216,20 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
     });
   });
   return record("masked_softmax", out, {scores}, {out},
-                [y = out.detach(), len, keys, rows, scale, parallel](const Tensor& g) -> Grads {
+                [y = out.detach(), len, keys, rows, scale, parallel, scores, valid_lens, causal](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      // dx = scale * y * (g - sum(g y)) on the valid keys, 0 on the masked
+      // ones (a row of valid length 0 has uniform y but no gradient).
+      Tensor valid = zeros(g.shape(), g.dtype());
+      visit_floating(g, "masked_softmax", [&](auto tag) {
+        using T = decltype(tag);
+        T* m = valid.data<T>();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < len[static_cast<size_t>(r)]; ++j) m[r * keys + j] = T(1);
+      });
+      const Tensor s = masked_softmax(scores, valid_lens, causal, scale);
+      return {mul(affine(mul(s, sub(g, sum(mul(g, s), -1, true))), scale, 0), valid)};
+    }
     Tensor dx = empty(g.shape(), g.dtype());
     visit_floating(g, "masked_softmax", [&](auto tag) {
       using T = decltype(tag);

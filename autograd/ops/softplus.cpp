@@ -3,10 +3,16 @@
 // result is x itself (log(1 + e^t) and t agree to float64 rounding there,
 // and exp would overflow further on). The gradient is sigmoid(beta x), 1 in
 // the linear part.
+// Second order: first order keeps the one-pass kernel; under create_graph
+// (recording on) the slope is the recorded sigmoid(beta x) where beta x <=
+// threshold and the constant 1 above (constant masks), so every order works.
 #include <cmath>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/softplus.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/unary.hpp"
+#include "core/kernels.hpp"
 #include "core/parallel.hpp"
 
 namespace sg {
@@ -29,6 +35,11 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
     });
   });
   return record("softplus", out, {x}, [x, beta, threshold](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      const Tensor above = kernel::gt(kernel::affine(x, beta, 0), full({}, threshold, x.dtype()));
+      const Tensor below = kernel::affine(above, -1.0, 1.0);
+      return {mul(g, add(mul(sigmoid(affine(x, beta, 0)), below), above))};
+    }
     Tensor dx = empty(x.shape(), x.dtype());
     visit_floating(x, "softplus", [&](auto tag) {
       using T = decltype(tag);

@@ -1,10 +1,18 @@
 // Elementwise functions. Where the derivative is cheapest from the output
 // (exp, sqrt, tanh, sigmoid), the backward captures the output's data
 // (out.detach(): the data without the node, so no reference cycle).
+//
+// Second order: each backward has two forms. Recording off (first order),
+// the kernels, from the saved output where that is cheapest. Recording on
+// (create_graph), the same derivative written with the recorded ops, from x
+// (the saved output has no history, so exp, sqrt, tanh and sigmoid compute
+// it again from x, once per create_graph pass); relu's and abs's
+// derivatives are constant masks, so their composed form is g times a mask.
 #include <algorithm>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/unary.hpp"
+#include "autograd/ops/arithmetic.hpp"
 #include "core/kernels.hpp"
 #include "core/parallel.hpp"
 
@@ -13,27 +21,34 @@ namespace sg {
 // x: any shape -> same shape, for every op in this file.
 Tensor exp(const Tensor& x) {
   Tensor out = kernel::exp(x);
-  return record("exp", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("exp", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {mul(g, exp(x))};
     return {kernel::mul(g, y)};  // d exp(x) = exp(x)
   });
 }
 
 Tensor log(const Tensor& x) {
   return record("log", kernel::log(x), {x}, [x](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {div(g, x)};
     return {kernel::div(g, x)};  // d log(x) = 1/x
   });
 }
 
 Tensor sqrt(const Tensor& x) {
   Tensor out = kernel::sqrt(x);
-  return record("sqrt", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("sqrt", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {div(affine(g, 0.5, 0), sqrt(x))};
     return {kernel::div(kernel::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
   });
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor out = kernel::tanh(x);
-  return record("tanh", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("tanh", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      const Tensor t = tanh(x);
+      return {mul(g, affine(mul(t, t), -1.0, 1.0))};
+    }
     // d tanh(x) = 1 - tanh(x)^2
     return {kernel::mul(g, kernel::affine(kernel::mul(y, y), -1.0, 1.0))};
   });
@@ -41,7 +56,11 @@ Tensor tanh(const Tensor& x) {
 
 Tensor sigmoid(const Tensor& x) {
   Tensor out = kernel::sigmoid(x);
-  return record("sigmoid", out, {x}, {out}, [y = out.detach()](const Tensor& g) -> Grads {
+  return record("sigmoid", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      const Tensor s = sigmoid(x);
+      return {mul(g, mul(s, affine(s, -1.0, 1.0)))};
+    }
     // d sigmoid(x) = s (1 - s)
     return {kernel::mul(g, kernel::mul(y, kernel::affine(y, -1.0, 1.0)))};
   });
@@ -66,6 +85,7 @@ void relu_grad_range(const T* __restrict x, const T* __restrict g, T* __restrict
 
 Tensor relu(const Tensor& x) {
   return record("relu", kernel::relu(x), {x}, [x](const Tensor& g) -> Grads {
+    if (grad_enabled()) return {mul(g, kernel::gt(x, zeros({}, x.dtype())))};  // g times the constant mask x > 0
     Tensor dx = empty(x.shape(), x.dtype());
     visit_floating(x, "relu", [&](auto tag) {
       using T = decltype(tag);
@@ -81,6 +101,7 @@ Tensor relu(const Tensor& x) {
 Tensor abs(const Tensor& x) {
   return record("abs", kernel::abs(x), {x}, [x](const Tensor& g) -> Grads {
     const Tensor zero = zeros({}, x.dtype());
+    if (grad_enabled()) return {mul(g, kernel::sub(kernel::gt(x, zero), kernel::lt(x, zero)))};  // constant sign
     return {kernel::mul(g, kernel::sub(kernel::gt(x, zero), kernel::lt(x, zero)))};  // sign(x)
   });
 }
@@ -89,6 +110,7 @@ Tensor pow(const Tensor& x, double p) {
   return record("pow", kernel::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
     // d x^p = p x^(p-1); for p = 0 exactly 0 (not 0 * x^-1, NaN at x = 0)
     if (p == 0) return {zeros_like(x)};
+    if (grad_enabled()) return {mul(g, p == 2 ? affine(x, 2.0, 0) : affine(pow(x, p - 1), p, 0))};
     Tensor d = p == 2 ? kernel::affine(x, 2.0, 0) : kernel::affine(kernel::pow(x, p - 1), p, 0);
     return {kernel::mul(g, d)};
   });

@@ -1,0 +1,102 @@
+#include "autograd/tools/functional.hpp"
+
+#include "autograd/engine.hpp"
+#include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "core/kernels.hpp"
+
+namespace sg {
+namespace {
+
+// Fresh leaves holding x's values, so that grad() can differentiate in them.
+std::vector<Tensor> leaves_of(const std::vector<Tensor>& x, const char* who) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!x[i].defined() || !is_floating(x[i].dtype()))
+      fail(who, ": input ", i, " must be a float32 or float64 tensor");
+    out.push_back(clone(x[i].detach()).set_requires_grad(true));
+  }
+  return out;
+}
+
+void check_like(const std::vector<Tensor>& x, const std::vector<Tensor>& v, const char* who) {
+  if (v.size() != x.size()) fail(who, ": ", v.size(), " directions for ", x.size(), " inputs");
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!v[i].defined() || v[i].shape() != x[i].shape() || v[i].dtype() != x[i].dtype())
+      fail(who, ": direction ", i, " must be of input ", i, "'s shape ", x[i].shape(), " and dtype ", x[i].dtype());
+}
+
+// Undefined gradients (no path) as zeros.
+std::vector<Tensor> filled(Grads g, const std::vector<Tensor>& like) {
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!g[i].defined()) g[i] = zeros(like[i].shape(), like[i].dtype());
+  return g;
+}
+
+// sum_i sum(a_i * b_i), recorded.
+Tensor dot(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  Tensor total;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor t = sum(mul(a[i], b[i]));
+    total = total.defined() ? add(total, t) : t;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<Tensor> vjp(const VectorFn& f, const std::vector<Tensor>& x, const Tensor& u) {
+  EnableGradGuard on;
+  const std::vector<Tensor> xs = leaves_of(x, "vjp");
+  const Tensor y = f(xs);
+  if (!y.requires_grad()) return filled(Grads(xs.size()), xs);
+  return filled(grad(y, xs, u), xs);
+}
+
+Tensor jvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
+  check_like(x, v, "jvp");
+  EnableGradGuard on;
+  const std::vector<Tensor> xs = leaves_of(x, "jvp");
+  const Tensor y = f(xs);
+  if (!y.requires_grad()) return zeros(y.shape(), y.dtype());
+  const Tensor u = zeros(y.shape(), y.dtype()).set_requires_grad(true);  // any value: g is linear in u
+  const Grads g = grad(y, xs, u, BackwardOptions{false, true});             // J^T u, recorded
+  std::vector<Tensor> gs, vs;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i].defined() && g[i].requires_grad()) gs.push_back(g[i]), vs.push_back(v[i]);
+  if (gs.empty()) return zeros(y.shape(), y.dtype());
+  const Grads jv = grad(dot(gs, vs), {u});
+  return jv[0].defined() ? jv[0] : zeros(y.shape(), y.dtype());
+}
+
+std::vector<Tensor> hvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
+  check_like(x, v, "hvp");
+  EnableGradGuard on;
+  const std::vector<Tensor> xs = leaves_of(x, "hvp");
+  const Tensor y = f(xs);
+  if (y.numel() != 1) fail("hvp: f must return a scalar, got shape ", y.shape());
+  if (!y.requires_grad()) return filled(Grads(xs.size()), xs);
+  const Grads g = filled(grad(y, xs, Tensor(), BackwardOptions{false, true}), xs);
+  const Tensor gv = dot(g, v);
+  if (!gv.requires_grad()) return filled(Grads(xs.size()), xs);  // f linear: H = 0
+  return filled(grad(gv, xs), xs);
+}
+
+Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
+  const int64_t n = x.numel();
+  Tensor h = zeros({n, n}, x.dtype());
+  const VectorFn fv = [&](const std::vector<Tensor>& in) { return f(in[0]); };
+  for (int64_t j = 0; j < n; ++j) {  // column j: H e_j
+    Tensor e = zeros(x.shape(), x.dtype());
+    visit_floating(x.dtype(), "hessian", [&](auto tag) { e.data<decltype(tag)>()[j] = 1; });
+    const Tensor col = hvp(fv, {x}, {e})[0];
+    visit_floating(x.dtype(), "hessian", [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t i = 0; i < n; ++i) h.data<T>()[i * n + j] = col.data<T>()[i];
+    });
+  }
+  return h;
+}
+
+}  // namespace sg
