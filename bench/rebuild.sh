@@ -5,7 +5,8 @@
 # then undo the edit and rebuild back (not timed). From the top of a checkout:
 #   bench/rebuild.sh [HEADER ...]     (default: the op headers, a layer's and core's)
 # Uses its own build folder, build/rebuild (Ninja, the release preset's
-# flags, no compiler launcher). Needs ninja (Debian: ninja-build).
+# flags). The measured rebuilds run with ccache off (CCACHE_DISABLE=1); the
+# first build may use it where it is installed. Needs ninja (Debian: ninja-build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/rebuild
@@ -18,17 +19,18 @@ if ((${#headers[@]} == 0)); then
 fi
 command -v ninja >/dev/null || { echo "rebuild.sh: needs ninja (apt-get install ninja-build)" >&2; exit 2; }
 for h in "${headers[@]}"; do [ -f "$h" ] || { echo "rebuild.sh: no file $h" >&2; exit 2; }; done
-export CCACHE_DISABLE=1
-[ -f $build/build.ninja ] || cmake --preset release -B $build -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER= >/dev/null
+launcher=$(command -v ccache || true)
+[ -f $build/build.ninja ] || cmake --preset release -B $build -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" >/dev/null
 ninja -C $build -j2 >/dev/null
+export CCACHE_DISABLE=1
 restore() { [ -f "$1.rebuild-orig" ] && mv "$1.rebuild-orig" "$1"; }
 printf '| header edited | units compiled | wall time (s) | CPU time (s) |\n|---|---|---|---|\n'
 for h in "${headers[@]}"; do
   cp -p "$h" "$h.rebuild-orig"
   trap 'restore "$h"' EXIT
   echo "// an edit" >> "$h"
-  units=$(ninja -C $build -n -j2 | grep -c 'Building CXX object' || true)
-  /usr/bin/time -f '%e %U %S' -o $build/rebuild-time ninja -C $build -j2 >/dev/null
+  /usr/bin/time -f '%e %U %S' -o $build/rebuild-time ninja -C $build -j2 > $build/rebuild-log
+  units=$(grep -c 'Building CXX object' $build/rebuild-log || true)
   read -r wall user sys < $build/rebuild-time
   restore "$h"
   trap - EXIT
