@@ -99,6 +99,18 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, const std:
 // True when op results from these inputs would be recorded.
 bool any_requires_grad(const std::vector<Tensor>& inputs);
 
+// For a backward whose composed form (under create_graph) reads a tensor the
+// op did not list in `saved`: exp, sqrt, tanh, sigmoid and the softmaxes save
+// their output, which their first-order backward reads, but the composed form
+// recomputes it from the input, so that it has a history. Throws, as
+// backward() does for a saved tensor, when `t` is no longer at `version`,
+// the version it had when the op ran (read then with t.version()):
+//
+//   [x, v = x.version()](const Tensor& g) -> Grads {
+//     if (grad_enabled()) { check_version("exp", "its input", x, v); return {mul(g, exp(x))}; }
+//     ...
+void check_version(const char* op, const char* what, const Tensor& t, uint64_t version);
+
 // Anomaly mode: finds where a NaN or an infinity is born. Off by default;
 // per thread, like NoGradGuard. While it is on:
 //   * every op's result is checked when the op calls record(): every

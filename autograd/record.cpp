@@ -74,6 +74,16 @@ Tensor record_node(const char* op, Tensor out, std::vector<Tensor> inputs,
 }
 }  // namespace
 
+void check_version(const char* op, const char* what, const Tensor& t, uint64_t version) {
+  const uint64_t now = t.version();
+  if (now != version)
+    fail("backward (create_graph): '", op, "' reads ", what, " (", t.shape(), " ", t.dtype(),
+         ") for its second-order form, and it was modified by an in-place operation since: it is at version ",
+         now, ", it was at version ", version, " when '", op,
+         "' ran; the gradient would be computed from values the forward did not see. Change it after "
+         "backward(), or give the op a copy (sg::clone)");
+}
+
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
   return record_node(op, std::move(out), std::move(inputs), nullptr, std::move(backward));
 }

@@ -50,8 +50,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     *loss.data<T>() = static_cast<T>(counted ? total / static_cast<double>(counted) : 0.0);
   });
   return record("cross_entropy", loss, {logits, targets}, {targets},
-                [logp, targets, ignore_index, counted, logits](const Tensor& g) -> Grads {
+                [logp, targets, ignore_index, counted, logits, v = logits.version()](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      check_version("cross_entropy", "its logits", logits, v);  // the composed form reads them; the op saves only targets
       Tensor onehot = zeros(logp.shape(), logp.dtype()), rowmask = zeros(logp.shape(), logp.dtype());
       const int64_t classes = logp.shape().back(), rows = targets.numel();
       const int64_t* t = targets.data<int64_t>();

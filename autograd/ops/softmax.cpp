@@ -24,8 +24,9 @@ namespace sg {
 // x: (..., n) -> y: (..., n). dx = y * (g - sum(g * y)) per row.
 Tensor softmax(const Tensor& x) {
   Tensor out = kernel::softmax(x);
-  return record("softmax", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+  return record("softmax", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      check_version("softmax", "its input", x, v);  // the composed form reads x, which the op does not save
       const Tensor s = softmax(x), gs = mul(g, s);
       return {sub(gs, mul(s, sum(gs, -1, true)))};
     }
@@ -39,8 +40,11 @@ Tensor softmax(const Tensor& x) {
 // x: (..., n) -> x - logsumexp(x). dx = g - softmax(x) * sum(g) per row.
 Tensor log_softmax(const Tensor& x) {
   Tensor out = kernel::log_softmax(x);
-  return record("log_softmax", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
-    if (grad_enabled()) return {sub(g, mul(softmax(x), sum(g, -1, true)))};  // exp(log_softmax) = softmax
+  return record("log_softmax", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      check_version("log_softmax", "its input", x, v);  // the composed form reads x, which the op does not save
+      return {sub(g, mul(softmax(x), sum(g, -1, true)))};  // exp(log_softmax) = softmax
+    }
     // BEGIN ASSIGNMENT 3: log_softmax's backward: dx = g - softmax(x) * sum(g) per row
     return {kernel::sub(g, kernel::mul(kernel::exp(y), kernel::sum(g, -1, true)))};
     // END ASSIGNMENT 3
@@ -216,8 +220,10 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& valid_lens, bool causa
     });
   });
   return record("masked_softmax", out, {scores}, {out},
-                [y = out.detach(), len, keys, rows, scale, parallel, scores, valid_lens, causal](const Tensor& g) -> Grads {
+                [y = out.detach(), len, keys, rows, scale, parallel, scores, v = scores.version(), valid_lens,
+                 causal](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      check_version("masked_softmax", "its scores", scores, v);  // the composed form reads them; the op saves only its output
       // dx = scale * y * (g - sum(g y)) on the valid keys, 0 on the masked
       // ones (a row of valid length 0 has uniform y but no gradient).
       Tensor valid = zeros(g.shape(), g.dtype());

@@ -21,8 +21,11 @@ namespace sg {
 // x: any shape -> same shape, for every op in this file.
 Tensor exp(const Tensor& x) {
   Tensor out = kernel::exp(x);
-  return record("exp", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
-    if (grad_enabled()) return {mul(g, exp(x))};
+  return record("exp", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      check_version("exp", "its input", x, v);  // the composed form reads x, which the op does not save
+      return {mul(g, exp(x))};
+    }
     return {kernel::mul(g, y)};  // d exp(x) = exp(x)
   });
 }
@@ -36,16 +39,20 @@ Tensor log(const Tensor& x) {
 
 Tensor sqrt(const Tensor& x) {
   Tensor out = kernel::sqrt(x);
-  return record("sqrt", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
-    if (grad_enabled()) return {div(affine(g, 0.5, 0), sqrt(x))};
+  return record("sqrt", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
+    if (grad_enabled()) {
+      check_version("sqrt", "its input", x, v);  // the composed form reads x, which the op does not save
+      return {div(affine(g, 0.5, 0), sqrt(x))};
+    }
     return {kernel::div(kernel::affine(g, 0.5, 0), y)};  // d sqrt(x) = 1 / (2 sqrt(x))
   });
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor out = kernel::tanh(x);
-  return record("tanh", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+  return record("tanh", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      check_version("tanh", "its input", x, v);  // the composed form reads x, which the op does not save
       const Tensor t = tanh(x);
       return {mul(g, affine(mul(t, t), -1.0, 1.0))};
     }
@@ -56,8 +63,9 @@ Tensor tanh(const Tensor& x) {
 
 Tensor sigmoid(const Tensor& x) {
   Tensor out = kernel::sigmoid(x);
-  return record("sigmoid", out, {x}, {out}, [x, y = out.detach()](const Tensor& g) -> Grads {
+  return record("sigmoid", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      check_version("sigmoid", "its input", x, v);  // the composed form reads x, which the op does not save
       const Tensor s = sigmoid(x);
       return {mul(g, mul(s, affine(s, -1.0, 1.0)))};
     }

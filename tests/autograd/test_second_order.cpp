@@ -8,10 +8,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/cross_entropy.hpp"
 #include "autograd/ops/reduce.hpp"
+#include "autograd/ops/shape.hpp"
+#include "autograd/ops/softmax.hpp"
 #include "autograd/ops/unary.hpp"
 #include "autograd/tools/functional.hpp"
 #include "core/kernels.hpp"
@@ -134,6 +141,45 @@ TEST_CASE("an in-place change between the first and the second backward is caugh
   const Tensor g = sg::grad(sg::sum(z * z * z), {x}, Tensor(), {.create_graph = true})[0];  // 6 z^2, read from z
   sg::kernel::add_(z, sg::ones({2}, sg::float64));  // the second backward reads z
   REQUIRE_THROWS_WITH(sg::grad(sg::sum(g), {x}), Contains("'mul' saved") && Contains("modified by an in-place operation"));
+}
+
+TEST_CASE("ops that save only their output still refuse an input changed in place before a create_graph backward",
+          "[autograd][second_order][versions]") {
+  // exp, sqrt, tanh, sigmoid and the softmaxes save their output (their
+  // first-order backward reads nothing else, so changing the input after
+  // them is fine there, as in PyTorch); their composed form reads the input.
+  const Tensor targets = sg::from_vector(std::vector<int64_t>{2, 0}, {2});
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops = {
+      {"exp", [](const Tensor& x) { return sg::exp(x); }},
+      {"sqrt", [](const Tensor& x) { return sg::sqrt(x); }},
+      {"tanh", [](const Tensor& x) { return sg::tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return sg::sigmoid(x); }},
+      {"softmax", [](const Tensor& x) { return sg::softmax(x); }},
+      {"log_softmax", [](const Tensor& x) { return sg::log_softmax(x); }},
+      {"masked_softmax", [](const Tensor& x) { return sg::masked_softmax(sg::reshape(x, {1, 2, 3}), Tensor()); }},
+      {"cross_entropy", [&](const Tensor& x) { return sg::cross_entropy(x, targets); }},
+  };
+  for (const auto& [name, op] : ops) {
+    INFO(name);
+    const Tensor leaf = make(std::vector<double>{0.5, 1.5, 2.0, 0.25, 1.0, 3.0}, {2, 3}).set_requires_grad();
+    const auto weights = make(std::vector<double>{1, -2, 3, 0.5, -1, 2}, {2, 3});
+    {
+      Tensor x = leaf * 1.0;  // a non-leaf, so that it may change in place
+      const Tensor y = op(x);
+      const Tensor loss = y.dim() ? sg::sum(y * weights) : y;
+      sg::kernel::add_(x, sg::ones({2, 3}, sg::float64));
+      REQUIRE_THROWS_WITH(sg::grad(loss, {leaf}, Tensor(), {.create_graph = true}),
+                          Contains("'" + std::string(name) + "' reads") && Contains("modified by an in-place operation") &&
+                              Contains("version 1") && Contains("version 0"));
+    }
+    {  // first order reads only the output: the same change is fine there
+      Tensor x = leaf * 1.0;
+      const Tensor y = op(x);
+      const Tensor loss = y.dim() ? sg::sum(y * weights) : y;
+      sg::kernel::add_(x, sg::ones({2, 3}, sg::float64));
+      REQUIRE_NOTHROW(sg::grad(loss, {leaf}));
+    }
+  }
 }
 
 TEST_CASE("a 100,000-op second-order graph computes and is freed without recursion", "[autograd][second_order][teardown]") {
