@@ -14,6 +14,7 @@
 // optim/         optimizers and learning-rate schedules (sg::optim)
 // checkpoint/    safetensors files and training checkpoints (sg::checkpoint)
 // parallel/      data-parallel steps on threads (sg::parallel)
+// text/          vocabularies, padded sequence batches and BLEU (sg::text)
 // study/ (the positions study, library smallgrad::study) is included on its own
 //
 // For programs that use the library. The library and its tests include the
@@ -46,3 +47,6 @@
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "parallel/data_parallel.hpp"
+#include "text/vocab.hpp"
+#include "text/seq2seq_data.hpp"
+#include "text/bleu.hpp"

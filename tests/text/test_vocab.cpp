@@ -55,7 +55,7 @@ TEST_CASE("Vocab: d2l 1.0's alphabetical order, by code point", "[text]") {
 }
 
 TEST_CASE("Vocab: bad ids, options and missing special tokens give clear errors", "[text][bad_input]") {
-  const Vocab v({{"a", "b"}});
+  const Vocab v(std::vector<Tokens>{{"a", "b"}});
   REQUIRE_THROWS_WITH(v.token(6), Contains("Vocab::token") && Contains("id 6") && Contains("0..5"));
   REQUIRE_THROWS_WITH(v.token(-1), Contains("id -1") && Contains("0..5"));
   REQUIRE_THROWS_WITH(v.tokens({0, 7}), Contains("id 7"));
