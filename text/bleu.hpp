@@ -12,7 +12,7 @@
 
 namespace sg::text {
 
-// d2l's bleu(pred_seq, label_seq, k) (section 10.7 / d2l 1.0's d2l.bleu), on tokens:
+// d2l's bleu(pred_seq, label_seq, k) (its sequence-to-sequence section; d2l.bleu), on tokens:
 //
 //   exp(min(0, 1 - len_label / len_pred)) * prod_{n=1..min(k, len_pred)} p_n^(1 / 2^n)
 //

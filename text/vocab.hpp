@@ -1,7 +1,7 @@
 #pragma once
-// Tokens and their vocabulary, as Dive into Deep Learning's machine
-// translation chapter (sections 9.5 and 10.5) builds them, for tokens from
-// any source: a text split on spaces, a task generated in code.
+// Tokens and their vocabulary, as Dive into Deep Learning builds them for
+// machine translation ("Machine Translation and the Dataset"), for tokens
+// from any source: a text split on spaces, a task generated in code.
 //
 //   text::Vocab vocab(sentences, {.min_freq = 2});   // <unk> <pad> <bos> <eos> then the corpus
 //   vocab.ids({"va", "!"}) -> {12, 5};  vocab.tokens({12, 5}) -> {"va", "!"}
