@@ -9,11 +9,13 @@
 //                anomaly mode (engine.hpp); the profiler
 // autograd/ops/  the differentiable ops (sg), one file per family, backward under forward;
 //                X.hpp declares what X.cpp defines, autograd/ops.hpp includes them all
-// autograd/tools/ what inspects the graph: gradcheck, to_dot
+// autograd/tools/ what inspects the graph: gradcheck, gradgradcheck, to_dot, jvp/hvp/hessian
 // nn/            layers and losses (sg::nn)
 // optim/         optimizers and learning-rate schedules (sg::optim)
 // checkpoint/    safetensors files and training checkpoints (sg::checkpoint)
 // parallel/      data-parallel steps on threads (sg::parallel)
+// decoding/      greedy and beam search over an encoder-decoder (sg::decoding)
+// text/          vocabularies, padded sequence batches and BLEU (sg::text)
 // study/ (the positions study, library smallgrad::study) is included on its own
 //
 // For programs that use the library. The library and its tests include the
@@ -49,3 +51,6 @@
 #include "checkpoint/checkpoint.hpp"
 #include "parallel/data_parallel.hpp"
 #include "decoding/search.hpp"
+#include "text/vocab.hpp"
+#include "text/seq2seq_data.hpp"
+#include "text/bleu.hpp"

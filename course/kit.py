@@ -34,7 +34,7 @@ END = re.compile(r"^(\s*)// END ASSIGNMENT (\d+)\s*$")
 INSTRUCTOR_ONLY = re.compile(r"^(course/[^/]+/(hidden|bugs)/|course/kit\.py$|course/CMakeLists\.txt$|course/hidden_util\.hpp$|"
                              r"scripts/course\.sh$|docs/course\.md$)")
 # The library's sources, which grading takes from the student's tree.
-LIBRARY_DIRS = ("core", "autograd", "nn", "optim", "checkpoint", "parallel", "decoding", "study")
+LIBRARY_DIRS = ("core", "autograd", "nn", "optim", "checkpoint", "parallel", "decoding", "text", "study")
 
 
 class KitError(Exception):
