@@ -184,10 +184,10 @@ Trace newton_cg(const Problem& P, int64_t steps, int cg_iters, double target) {
     }
     sg::NoGradGuard no_grad;
     const double f0 = t.loss.back(), slope = dot(gd, p);
+    auto moved = [&](double step) { return sg::kernel::add(w, sg::kernel::affine(p, step, 0)); };
     double step = 1;
-    while (step > 1e-8 && P.loss(sg::kernel::add(w, sg::kernel::affine(p, step, 0))).item<double>() > f0 + 1e-4 * step * slope)
-      step /= 2;
-    w = sg::kernel::add(w, sg::kernel::affine(p, step, 0));
+    while (step > 1e-8 && P.loss(moved(step)).item<double>() > f0 + 1e-4 * step * slope) step /= 2;
+    w = moved(step);
   }
   return t;
 }
@@ -287,11 +287,12 @@ bool newton_vs_gd(examples::Outputs& out, uint64_t seed, int64_t iters) {
   // Fewer than gradient descent's count, or than its cap when it did not get there.
   const int64_t gd_iters = gd.reached >= 0 ? gd.reached : static_cast<int64_t>(gd.loss.size()) - 1;
   const bool ok = nt.reached >= 0 && nt.reached < gd_iters;
-  if (nt.reached < 0) std::cout << "   Newton-CG did not reach the target loss in " << nt.loss.size() - 1 << " iterations\n";
+  if (nt.reached < 0)
+    std::cout << "   Newton-CG did not reach the target loss in " << nt.loss.size() - 1 << " iterations\n";
   else
-    std::cout << "   Newton-CG reached the target loss in " << nt.reached << " iterations (" << fmt(nt.reached_ms, "%.1f")
-            << " ms), gradient descent in " << reached(gd) << " ("
-            << (gd.reached >= 0 ? fmt(gd.reached_ms, "%.1f") : "> " + fmt(gd.ms.back(), "%.1f")) << " ms)\n";
+    std::cout << "   Newton-CG reached the target loss in " << nt.reached << " iterations ("
+              << fmt(nt.reached_ms, "%.1f") << " ms), gradient descent in " << reached(gd) << " ("
+              << (gd.reached >= 0 ? fmt(gd.reached_ms, "%.1f") : "> " + fmt(gd.ms.back(), "%.1f")) << " ms)\n";
   return ok;
 }
 
@@ -394,7 +395,8 @@ std::pair<double, double> gradient_penalty(examples::Outputs& out, uint64_t seed
   lo.ylabel = "mean ||df/dx||";
   lo.width = 720, lo.height = 300;
   out.write("curve_gradient_norm.svg",
-            plot::line_svg({{"gradient penalty (lambda 10)", xs, gp.norm, {}, {}}, {"no penalty", xs, plain.norm, {}, {}}},
+            plot::line_svg({{"gradient penalty (lambda 10)", xs, gp.norm, {}, {}},
+                            {"no penalty", xs, plain.norm, {}, {}}},
                            lo));
   lo.title = "WGAN-GP critic: loss (E f(fake) - E f(real) + penalty)";
   lo.ylabel = "critic loss";
@@ -427,8 +429,10 @@ int study(const std::string& out_dir, int64_t steps, int64_t iters, uint64_t see
   const std::string report = sg::study::report::write_report(out.dir(), "higher_order: gradients of gradients");
   std::cout << "\nreport: " << report << "\n";
   bool ok = true;
-  if (!(worst < 1e-10)) std::cout << "FAILED: a derivative differs from its closed form by " << worst << "\n", ok = false;
-  if (!newton_ok) std::cout << "FAILED: Newton-CG did not reach the target in fewer iterations than gradient descent\n", ok = false;
+  if (!(worst < 1e-10))
+    std::cout << "FAILED: a derivative differs from its closed form by " << worst << "\n", ok = false;
+  if (!newton_ok)
+    std::cout << "FAILED: Newton-CG did not reach the target in fewer iterations than gradient descent\n", ok = false;
   if (!(distance < 0.25 && distance < distance_plain))
     std::cout << "FAILED: the penalised critic's gradient norm is " << distance << " from 1 (without the penalty "
               << distance_plain << ")\n", ok = false;
