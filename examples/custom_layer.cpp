@@ -7,7 +7,7 @@
 //     registers a weight and builds its forward from existing ops, so it needs
 //     no backward of its own.
 //
-// Both are gradchecked, then a small MLP made with them (Linear -> RMSNorm ->
+// Both are gradchecked (SiLU twice: its backward is differentiable too), then a small MLP made with them (Linear -> RMSNorm ->
 // SiLU -> Linear) learns a toy regression. The same code builds in a
 // project of your own against the installed library (docs/adding-a-layer.md).
 //
@@ -29,6 +29,14 @@ sg::Tensor silu(const sg::Tensor& x) {
   sg::Tensor s = sg::kernel::sigmoid(x);  // kept for backward
   sg::Tensor y = sg::kernel::mul(x, s);
   return sg::record("silu", y, {x}, [x, s](const sg::Tensor& g) -> sg::Grads {
+    // Under create_graph (a gradient of this gradient will be taken) the
+    // engine records while backward runs: the same formula with sg:: ops,
+    // from x (the kept s has no history), so the gradient can be
+    // differentiated again. Otherwise the graph-free kernels, as fast as before.
+    if (sg::grad_enabled()) {
+      const sg::Tensor sx = sg::sigmoid(x);
+      return {g * (sx * (x * (1.0 - sx) + 1.0))};
+    }
     sg::Tensor one_minus_s = sg::kernel::affine(s, -1.0, 1.0);
     sg::Tensor dy_dx = sg::kernel::mul(s, sg::kernel::affine(sg::kernel::mul(x, one_minus_s), 1.0, 1.0));
     return {sg::kernel::mul(g, dy_dx)};  // one gradient per input: dL/dx = dL/dy * dy/dx
@@ -76,6 +84,9 @@ bool gradcheck_both() {
   auto silu_fn = [](const std::vector<sg::Tensor>& in) { return silu(in[0]); };
   const sg::GradcheckResult op = sg::gradcheck(silu_fn, {sg::randn({3, 5}, gen)}, {.name = "silu"});
   std::cout << op << "\n";
+  // Twice differentiable: the gradient of its backward, against central differences.
+  const sg::GradcheckResult twice = sg::gradgradcheck(silu_fn, {sg::randn({3, 5}, gen)}, {.name = "silu"});
+  std::cout << "second order: " << twice << "\n";
 
   RMSNorm norm(6);  // gradcheck_module checks it in float64 and gives it back in float32
   sg::kernel::copy_(norm.weight, sg::rand({6}, gen, sg::float32, 0.5, 1.5));  // not all ones
@@ -83,7 +94,7 @@ bool gradcheck_both() {
   const sg::GradcheckResult layer =
       sg::nn::gradcheck_module(norm, norm_fn, {sg::randn({4, 6}, gen)}, {.name = "RMSNorm"});
   std::cout << layer << "\n";
-  return op && layer;
+  return op && twice && layer;
 }
 
 // Fits y = sin(pi x0) * x1 + 0.5 x2^2 on 256 points of [-1, 1]^3 with Adam;
