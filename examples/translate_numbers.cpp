@@ -35,15 +35,20 @@ using sg::study::TranslationConfig;
 
 int run_one(const TranslationConfig& c, const std::string& out_dir) {
   examples::Outputs out(out_dir, "--out");
-  for (const char* f : {"settings.md", "results.md", "examples.md", "curve.svg"}) out.expect(f);
+  for (const char* f : {"settings.md", "results.md", "translations.md", "curve.svg", "curve.csv"}) out.expect(f);
   const sg::study::TranslationData d = sg::study::make_translation_data(c);
-  // The attention figures: two held-out numbers with tricky French, the longest ones.
-  std::vector<int64_t> shown = sg::study::tricky_held_out(d, 100);
-  std::stable_sort(shown.begin(), shown.end(), [](int64_t a, int64_t b) {
-    return sg::study::number_tokens(sg::study::french_words(a)).size() >
-           sg::study::number_tokens(sg::study::french_words(b)).size();
-  });
-  shown.resize(std::min<size_t>(shown.size(), 2));
+  // The attention figures: two held-out numbers with tricky French, the
+  // longest, and the first with "et" or quatre-vingt(s) (71, 80, 81, 91 after the hundreds).
+  const std::vector<int64_t> tricky = sg::study::tricky_held_out(d, 1000);
+  std::vector<int64_t> shown;
+  if (!tricky.empty())
+    shown.push_back(*std::max_element(tricky.begin(), tricky.end(), [](int64_t a, int64_t b) {
+      return sg::study::number_tokens(sg::study::french_words(a)).size() <
+             sg::study::number_tokens(sg::study::french_words(b)).size();
+    }));
+  for (int64_t n : tricky)
+    if (shown.size() < 2 && n != shown[0] && (n % 100 == 71 || n % 100 == 80 || n % 100 == 81 || n % 100 == 91))
+      shown.push_back(n);
   for (int64_t n : shown)
     out.expect("cross_attention_" + std::to_string(n) + ".svg"), out.expect("self_attention_" + std::to_string(n) + ".svg");
   out.write("settings.md", sg::study::translation_settings_md(c, d));
@@ -69,8 +74,9 @@ int run_one(const TranslationConfig& c, const std::string& out_dir) {
   const std::string results = sg::study::results_md(rows, c, d, train_exact);
   const std::string examples = sg::study::examples_md(*model, c, d);
   out.write("results.md", results);
-  out.write("examples.md", examples);
+  out.write("translations.md", examples);
   out.write("curve.svg", sg::study::translation_curve_svg(r, "Training: English to French number words"));
+  out.write("curve.csv", sg::study::translation_curve_csv(r));
   for (int64_t n : shown) {
     out.write("cross_attention_" + std::to_string(n) + ".svg", sg::study::attention_svg(*model, c, d, n, true));
     out.write("self_attention_" + std::to_string(n) + ".svg", sg::study::attention_svg(*model, c, d, n, false));

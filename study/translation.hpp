@@ -135,6 +135,8 @@ std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig
 std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d);
 // curve.svg: the training loss and the held-out exact match against step.
 std::string translation_curve_svg(const TranslationResult& r, const std::string& title);
+// curve.csv: step, training batch loss, held-out exact match, one row per evaluation.
+std::string translation_curve_csv(const TranslationResult& r);
 // The decoder's attention while it writes its greedy translation of `number`
 // (teacher-forced on that translation): cross-attention (its tokens against
 // the source's) or causal self-attention (against its own), every block

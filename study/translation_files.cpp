@@ -84,11 +84,11 @@ std::string translations_md(const nn::EncoderDecoder& model, const TranslationCo
   const auto d2l = translate(model, d, b, Search::greedy, nn::DecodingMode::d2l);
   auto cell = [&](const text::Tokens& pred, size_t i) { return written(pred) + (pred == p.french[i] ? "" : " ✗"); };
   std::ostringstream o;
-  o << "| number | | English | French (reference) | greedy | " << search_name(Search::beam, c.beam)
+  o << "| number | set | English | French (reference) | greedy | " << search_name(Search::beam, c.beam)
     << " | greedy, d2l position 0 |\n|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < numbers.size(); ++i) {
     const bool held_out = std::binary_search(d.test.numbers.begin(), d.test.numbers.end(), numbers[i]);
-    o << "| " << numbers[i] << " | " << (held_out ? "held out" : "trained") << " | " << written(p.english[i])
+    o << "| " << numbers[i] << " | " << (held_out ? "test" : "train") << " | " << written(p.english[i])
       << " | " << written(p.french[i]) << " | " << cell(greedy[i], i) << " | " << cell(beam[i], i) << " | "
       << cell(d2l[i], i) << " |\n";
   }
@@ -100,7 +100,7 @@ std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig
   std::vector<int64_t> wrong;
   for (size_t i = 0; i < greedy.size(); ++i)
     if (greedy[i] != d.test.french[i]) wrong.push_back(d.test.numbers[i]);
-  return "Translations (✗: not the reference; held out: never seen in training). Held-out numbers with tricky "
+  return "Translations (✗: not the reference; set: test, a held-out number never seen in training, or train). Held-out numbers with tricky "
          "French:\n\n" +
          translations_md(model, c, d, tricky_held_out(d, 12)) +
          "\nThe numbers with tricky French, held out or trained on:\n\n" +
@@ -150,6 +150,13 @@ std::string translation_curve_svg(const TranslationResult& r, const std::string&
   return plot::grid_svg({left, plot::line_svg({exact}, lo)}, 2, title);
 }
 
+std::string translation_curve_csv(const TranslationResult& r) {
+  std::ostringstream o;
+  o << "step,loss,held_out_exact_match\n";
+  for (const TranslationPoint& p : r.curve) o << p.step << ',' << p.loss << ',' << p.exact << '\n';
+  return o.str();
+}
+
 std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                           int64_t number, bool cross) {
   NoGradGuard no_grad;
@@ -185,7 +192,7 @@ std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConf
       ho.has_range = true;
       ho.xticklabels = cross ? src : in;
       ho.yticklabels = out;
-      ho.width = 330, ho.height = 330;
+      ho.width = 270, ho.height = 330;
       maps.push_back(plot::heatmap_svg(rows, ho));
     }
   }
