@@ -167,6 +167,9 @@ std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConf
   text::Tokens in = {text::kBos}, out = pred;
   in.insert(in.end(), pred.begin(), pred.end());
   out.push_back(text::kEos);
+  // An output that ran to max_len without <eos> (an untrained model): as much as the table of positions holds.
+  in.resize(std::min<size_t>(in.size(), static_cast<size_t>(c.num_steps)));
+  out.resize(in.size());
   const int64_t T = static_cast<int64_t>(in.size());
   const Tensor dec_input = from_vector(d.tgt_vocab->ids(in), {1, T});
   nn::DecoderAttentionWeights w;
