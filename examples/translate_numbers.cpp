@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
       "Train d2l's encoder-decoder Transformer to translate numbers in English words into French words,\n"
       "and score it on numbers held out from training (or compare kinds of positions: --compare)."};
   TranslationConfig c;
-  std::string out = "out/translate", positional = "sinusoidal", positionals = "sinusoidal,learned,relative,rotary";
+  const std::string all_kinds = "none,sinusoidal,learned,relative,rotary,alibi";
+  std::string out = "out/translate", positional = "sinusoidal", positionals = all_kinds;
   int64_t seed = 0, seeds = 3;
   bool do_compare = false;
   int threads = 0;
@@ -178,6 +179,8 @@ int main(int argc, char** argv) {
     if (c.hidden % c.heads != 0)
       throw examples::UsageError("--hidden " + std::to_string(c.hidden) + " is not a multiple of --heads " +
                                  std::to_string(c.heads));
+    if (!do_compare && (positionals != all_kinds || seeds != 3))
+      throw examples::UsageError(std::string(seeds != 3 ? "--seeds" : "--positionals") + " applies to --compare only");
     if (!do_compare) {
       try {
         sg::study::check_config(c);
