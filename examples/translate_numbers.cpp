@@ -103,9 +103,10 @@ int compare(const TranslationConfig& c, const std::vector<sg::nn::Positional>& k
       sg::study::check_config(jc);
       jobs.push_back({jc, std::string(sg::nn::positional_name(k)) + " seed " + std::to_string(jc.seed), {}, {}});
     }
-  out.write("settings.md", sg::study::translation_settings_md(c, d) + "| compared | " + std::to_string(kinds.size()) +
-                               " kinds of positions x " + std::to_string(seeds) + " seeds (from " +
-                               std::to_string(c.seed) + ") |\n");
+  std::string kind_names, seed_names;
+  for (sg::nn::Positional k : kinds) kind_names += (kind_names.empty() ? "" : ", ") + std::string(sg::nn::positional_name(k));
+  for (int64_t s = 0; s < seeds; ++s) seed_names += (s ? ", " : "") + std::to_string(c.seed + static_cast<uint64_t>(s));
+  out.write("settings.md", sg::study::translation_settings_md(c, d, kind_names, seed_names));
   const auto start = std::chrono::steady_clock::now();
   sg::study::run_translations(jobs, d, &examples::g_stop);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -131,8 +131,9 @@ std::string translations_md(const nn::EncoderDecoder& model, const TranslationCo
 // (tricky_held_out), of the numbers the issue names (tricky_numbers, held out
 // or not), and of every held-out number greedy search gets wrong.
 std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d);
-// settings.md.
-std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d);
+// settings.md; `positions` and `seeds`, when given, in place of c's (a comparison's).
+std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d,
+                                    const std::string& positions = "", const std::string& seeds = "");
 // curve.svg: the training loss and the held-out exact match against step.
 std::string translation_curve_svg(const TranslationResult& r, const std::string& title);
 // curve.csv: step, training batch loss, held-out exact match, one row per evaluation.

@@ -109,7 +109,8 @@ std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig
          translations_md(model, c, d, wrong);
 }
 
-std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d) {
+std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d, const std::string& positions,
+                                    const std::string& seeds) {
   std::ostringstream o;
   o << "| setting | value |\n|---|---|\n"
     << "| task | English number words to French, 0.." << kNumberWordsMax << " |\n"
@@ -118,14 +119,19 @@ std::string translation_settings_md(const TranslationConfig& c, const Translatio
     << "| vocabularies (source / target) | " << d.src_vocab->size() << " / " << d.tgt_vocab->size() << " tokens |\n"
     << "| model | encoder-decoder, " << c.blocks << " + " << c.blocks << " blocks, width " << c.hidden << ", FFN "
     << c.ffn << ", " << c.heads << " heads, " << (c.pre_norm ? "pre-norm" : "post-norm") << " |\n"
-    << "| positions | " << nn::positional_name(c.positional)
-    << (c.positional == nn::Positional::relative ? ", max distance " + std::to_string(c.max_distance) : "") << " |\n"
+    << "| positions | "
+    << (!positions.empty() ? positions
+                           : nn::positional_name(c.positional) +
+                                 (c.positional == nn::Positional::relative
+                                      ? ", max distance " + std::to_string(c.max_distance)
+                                      : std::string()))
+    << " |\n"
     << "| dropout | " << c.dropout << " |\n"
     << "| num_steps | " << c.num_steps << " |\n"
     << "| optimiser | AdamW, lr " << c.lr << " (warm-up " << c.warmup << " steps, cosine to " << c.min_lr
     << "), weight decay " << c.weight_decay << ", clip " << c.clip << " |\n"
     << "| steps x batch | " << c.steps << " x " << c.batch << " |\n"
-    << "| seed | " << c.seed << " |\n"
+    << "| seed | " << (seeds.empty() ? std::to_string(c.seed) : seeds) << " |\n"
     << "| beam width | " << c.beam << " |\n";
   return o.str();
 }
