@@ -216,8 +216,17 @@ std::string heatmap_svg(const std::vector<std::vector<double>>& rows, const Heat
   if (!(hi > lo)) hi = lo + 1;
   double label_w = 0;
   for (const auto& l : opt.yticklabels) label_w = std::max(label_w, text_width(l));
-  const double left = std::max(48.0, label_w + 30), right = 78, top = opt.title.empty() ? 12 : 32, bottom = 44;
-  const double cell = std::min(nc ? (opt.width - left - right) / nc : 1e9, nr ? (opt.height - top - bottom) / nr : 1e9);
+  const double left = std::max(48.0, label_w + 30), right = 78, top = opt.title.empty() ? 12 : 32;
+  double bottom = 44;
+  auto cell_size = [&] {
+    return std::min(nc ? (opt.width - left - right) / nc : 1e9, nr ? (opt.height - top - bottom) / nr : 1e9);
+  };
+  double cell = cell_size();
+  // Column labels wider than a cell (words, not indices) stand upright, reading upwards.
+  double xlabel_w = 0;
+  for (const auto& l : opt.xticklabels) xlabel_w = std::max(xlabel_w, text_width(l));
+  const bool upright = xlabel_w > cell - 2;
+  if (upright) bottom += xlabel_w - 6, cell = cell_size();
   if (!(cell > 0)) throw std::invalid_argument("heatmap_svg: a figure of " + std::to_string(opt.width) + " x " +
                                                std::to_string(opt.height) + " leaves no room for the cells");
   const double pw = cell * static_cast<double>(nc), ph = cell * static_cast<double>(nr);
@@ -250,7 +259,8 @@ std::string heatmap_svg(const std::vector<std::vector<double>>& rows, const Heat
         if (std::find(tk.begin(), tk.end(), static_cast<double>(t)) == tk.end()) continue;
       }
       const std::string s = given.empty() ? std::to_string(t) : given[t];
-      if (x) text(o, left + (t + 0.5) * cell, top + ph + 15, s);
+      if (x && upright) text(o, left + (t + 0.5) * cell + 4, top + ph + 6, s, "end", -90);
+      else if (x) text(o, left + (t + 0.5) * cell, top + ph + 15, s);
       else text(o, left - 6, top + (t + 0.5) * cell + 4, s, "end");
     }
   };

@@ -9,7 +9,7 @@
 #     its build), and --compare trains 20 steps of one seed instead of 800 of three;
 #   * the README's test command is what .ci/run runs: it is checked to be
 #     there, word for word, not run again from inside itself.
-# Single training runs train 20 steps.
+# Single training runs (train_encoder, translate_numbers) train 20 steps.
 #
 #   tests/readme_commands.sh SOURCE_DIR BUILD_DIR SCRATCH_DIR
 # CXXFLAGS / LDFLAGS in the environment reach the snippet's build (a
@@ -47,6 +47,7 @@ while IFS= read -r line; do
     *train_encoder*--compare*) cmd="$cmd --steps 20 --seeds 1 --eval-every 10" ;;
     *train_encoder*--load* | *train_encoder*--report* | *--help*) ;;
     *train_encoder*) cmd="$cmd --steps 20 --eval-every 10" ;;
+    *translate_numbers*) cmd="$cmd --steps 20 --eval-every 10" ;;
   esac
   echo "\$ $cmd"
   if ! bash -c "$cmd" > "$work/out.log" 2>&1; then

@@ -133,6 +133,23 @@ TEST_CASE("heatmap_svg: square cells, token labels, title, colour bar label, own
   REQUIRE_THROWS_WITH(sg::study::plot::heatmap_svg({{0, 1}}, o), Catch::Contains("1 column labels for 2 columns"));
 }
 
+TEST_CASE("heatmap_svg stands column labels upright when they are wider than a cell", "[plot]") {
+  sg::study::plot::HeatmapOptions o;
+  o.width = 200, o.height = 400;  // 8 rows: cells of about 40 px
+  const std::vector<std::vector<double>> rows(8, std::vector<double>{0.1, 0.2});
+  // The <text> element that draws `label`.
+  auto element = [](const std::string& svg, const std::string& label) {
+    const size_t at = svg.find(">" + label + "<");
+    REQUIRE(at != std::string::npos);
+    const size_t start = svg.rfind("<text", at);
+    return svg.substr(start, at - start);
+  };
+  o.xticklabels = {"a", "b"};
+  CHECK(element(sg::study::plot::heatmap_svg(rows, o), "b").find("rotate(") == std::string::npos);
+  o.xticklabels = {"a", "quatre-vingt-onze"};  // about 110 px
+  CHECK(element(sg::study::plot::heatmap_svg(rows, o), "quatre-vingt-onze").find("rotate(-90") != std::string::npos);
+}
+
 TEST_CASE("grid_svg places figures side by side in one SVG", "[plot]") {
   sg::study::plot::LineOptions o;
   o.width = 300, o.height = 200;

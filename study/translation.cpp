@@ -1,0 +1,217 @@
+// What study/translation.hpp declares: the data, the model, the metrics,
+// decoding and training. The files the program writes and the comparison's
+// pool are in study/translation_files.cpp.
+#include "study/translation.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "autograd/engine.hpp"
+#include "core/error.hpp"
+#include "decoding/search.hpp"
+#include "nn/loss.hpp"
+#include "optim/optim.hpp"
+#include "text/bleu.hpp"
+
+namespace sg::study {
+
+void check_config(const TranslationConfig& c) {
+  auto at_least = [](const char* name, int64_t v, int64_t lo) {
+    if (v < lo) sg::fail("translation: ", name, " is ", v, ", expected at least ", lo);
+  };
+  at_least("hidden", c.hidden, 1), at_least("ffn", c.ffn, 1), at_least("heads", c.heads, 1);
+  at_least("blocks", c.blocks, 1), at_least("steps", c.steps, 1), at_least("batch", c.batch, 1);
+  at_least("eval_every", c.eval_every, 1), at_least("beam", c.beam, 1), at_least("warmup", c.warmup, 0);
+  at_least("num_steps", c.num_steps, 2);
+  if (c.hidden % c.heads != 0) sg::fail("translation: hidden ", c.hidden, " is not a multiple of heads ", c.heads);
+  if (c.positional == nn::Positional::rotary && (c.hidden / c.heads) % 2 != 0)
+    sg::fail("translation: rotary positions need an even head width, hidden ", c.hidden, " / heads ", c.heads,
+             " is ", c.hidden / c.heads);
+  if (!(c.dropout >= 0 && c.dropout < 1)) sg::fail("translation: dropout ", c.dropout, " is outside [0, 1)");
+  if (!(c.lr > 0) || !(c.min_lr >= 0) || c.min_lr > c.lr)
+    sg::fail("translation: learning rates lr ", c.lr, " and min_lr ", c.min_lr, " need 0 <= min_lr <= lr, 0 < lr");
+}
+
+TranslationData make_translation_data(const TranslationConfig& c) {
+  check_config(c);
+  const NumberSplit split = split_numbers(0, kNumberWordsMax, c.test_fraction, c.split_seed);
+  TranslationData d;
+  d.train = number_pairs(split.train);
+  d.test = number_pairs(split.test);
+  d.src_vocab = std::make_shared<text::Vocab>(d.train.english);
+  d.tgt_vocab = std::make_shared<text::Vocab>(d.train.french);
+  d.train_batch = text::build_batch(d.train.english, d.train.french, *d.src_vocab, *d.tgt_vocab, c.num_steps);
+  d.test_batch = text::build_batch(d.test.english, d.test.french, *d.src_vocab, *d.tgt_vocab, c.num_steps);
+  return d;
+}
+
+std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d) {
+  check_config(c);
+  const nn::TransformerEncoderOptions enc{.vocab_size = d.src_vocab->size(),
+                                          .num_hiddens = c.hidden,
+                                          .ffn_num_hiddens = c.ffn,
+                                          .num_heads = c.heads,
+                                          .num_blocks = c.blocks,
+                                          .dropout = c.dropout,
+                                          .positional = c.positional,
+                                          .max_len = c.num_steps,
+                                          .max_distance = c.max_distance,
+                                          .pre_norm = c.pre_norm};
+  const nn::TransformerDecoderOptions dec{.vocab_size = d.tgt_vocab->size(),
+                                          .num_hiddens = c.hidden,
+                                          .ffn_num_hiddens = c.ffn,
+                                          .num_heads = c.heads,
+                                          .num_blocks = c.blocks,
+                                          .dropout = c.dropout,
+                                          .positional = c.positional,
+                                          .max_len = c.num_steps,
+                                          .max_distance = c.max_distance,
+                                          .pre_norm = c.pre_norm};
+  return std::make_unique<nn::EncoderDecoder>(enc, dec);
+}
+
+namespace {
+
+void check_pairs(const char* what, size_t preds, size_t refs) {
+  if (preds != refs) sg::fail(what, ": ", preds, " predictions for ", refs, " references");
+}
+
+}  // namespace
+
+double exact_match(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs) {
+  check_pairs("exact_match", preds.size(), refs.size());
+  if (preds.empty()) sg::fail("exact_match: no pairs");
+  int64_t right = 0;
+  for (size_t i = 0; i < preds.size(); ++i) right += preds[i] == refs[i];
+  return static_cast<double>(right) / static_cast<double>(preds.size());
+}
+
+double token_accuracy(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs) {
+  check_pairs("token_accuracy", preds.size(), refs.size());
+  int64_t right = 0, total = 0;
+  for (size_t i = 0; i < preds.size(); ++i) {
+    const size_t common = std::min(preds[i].size(), refs[i].size());
+    for (size_t t = 0; t < common; ++t) right += preds[i][t] == refs[i][t];
+    total += static_cast<int64_t>(std::max(preds[i].size(), refs[i].size()));
+  }
+  return total ? static_cast<double>(right) / static_cast<double>(total) : 0.0;
+}
+
+Scores score(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs) {
+  Scores s;
+  s.exact = exact_match(preds, refs);
+  s.token_accuracy = token_accuracy(preds, refs);
+  for (size_t i = 0; i < preds.size(); ++i) s.bleu2 += text::bleu(preds[i], refs[i], 2);
+  s.bleu2 /= static_cast<double>(preds.size());
+  s.bleu4 = text::corpus_bleu(preds, refs, 4);
+  return s;
+}
+
+std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const TranslationData& d,
+                                    const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode, int64_t beam) {
+  NoGradGuard no_grad;
+  decoding::SearchOptions o;
+  o.bos = d.tgt_vocab->bos(), o.eos = d.tgt_vocab->eos(), o.pad = d.tgt_vocab->pad();
+  o.max_len = b.labels.size(1);
+  o.beam_width = beam;
+  o.mode = mode;
+  const std::vector<decoding::Hypothesis> hyps = search == Search::greedy
+                                                     ? decoding::greedy(model, b.src, b.src_valid_lens, o)
+                                                     : decoding::beam_search(model, b.src, b.src_valid_lens, o);
+  std::vector<text::Tokens> out;
+  for (const decoding::Hypothesis& h : hyps) out.push_back(d.tgt_vocab->tokens(h.tokens));
+  return out;
+}
+
+TranslationResult train_translation(nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
+                                    const Progress& progress, const std::atomic<bool>* stop) {
+  check_config(c);
+  const int64_t pad = d.tgt_vocab->pad();
+  optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
+  const auto schedule = optim::warmup_cosine_schedule(c.lr, std::min(c.warmup, c.steps), c.steps, c.min_lr);
+  Generator order(c.seed * 7919 + 1);
+  std::vector<text::Seq2SeqBatch> epoch;
+  size_t next = 0;
+  TranslationResult r;
+  auto held_out_exact = [&] {
+    model.eval();
+    const double e =
+        exact_match(translate(model, d, d.test_batch, Search::greedy, nn::DecodingMode::cached), d.test.french);
+    model.train();
+    return e;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  {  // step 0: the first batch's loss before any update, without dropout
+    NoGradGuard no_grad;
+    model.eval();
+    const text::Seq2SeqBatch& b = d.train_batch;
+    const Tensor loss = nn::sequence_loss(model.forward(b.src, b.dec_input, b.src_valid_lens), b.labels, pad);
+    r.curve.push_back({0, loss.item<double>(), held_out_exact()});
+  }
+  model.train();
+  for (int64_t step = 1; step <= c.steps; ++step) {
+    if (stop && stop->load()) sg::fail("translation: stopped before step ", step, " of ", c.steps);
+    if (next == epoch.size()) epoch = text::shuffled_minibatches(d.train_batch, c.batch, order), next = 0;
+    const text::Seq2SeqBatch& b = epoch[next++];
+    opt.zero_grad();
+    const Tensor loss = nn::sequence_loss(model.forward(b.src, b.dec_input, b.src_valid_lens), b.labels, pad);
+    backward(loss);
+    if (c.clip > 0) optim::clip_grad_norm(model.parameters(), c.clip);
+    opt.set_lr(schedule(opt.step_count()));
+    opt.step();
+    r.step_loss.push_back(loss.item<double>());
+    if (step % c.eval_every == 0 || step == c.steps) {
+      r.curve.push_back({step, r.step_loss.back(), held_out_exact()});
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (progress)
+        progress(step, c.steps, r.step_loss.back(), r.curve.back().exact, 0,
+                 elapsed / static_cast<double>(step) * static_cast<double>(c.steps - step));
+    }
+  }
+  model.eval();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, const TranslationConfig& c,
+                                            const TranslationData& d) {
+  std::vector<DecodingRow> rows;
+  for (Search s : {Search::greedy, Search::beam})
+    for (nn::DecodingMode m : {nn::DecodingMode::cached, nn::DecodingMode::d2l}) {
+      DecodingRow row{s, m, {}, {}, 0};
+      const auto start = std::chrono::steady_clock::now();
+      row.preds = translate(model, d, d.test_batch, s, m, c.beam);
+      row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      row.scores = score(row.preds, d.test.french);
+      rows.push_back(std::move(row));
+    }
+  return rows;
+}
+
+std::string search_name(Search s, int64_t beam) {
+  return s == Search::greedy ? "greedy" : "beam " + std::to_string(beam);
+}
+
+std::string mode_name(nn::DecodingMode m) {
+  return m == nn::DecodingMode::cached ? "cached, position t" : "d2l, position 0";
+}
+
+const std::vector<int64_t>& tricky_numbers() {
+  static const std::vector<int64_t> n = {21, 71, 80, 81, 91, 97, 100, 101, 180, 200, 201, 280, 391, 571, 780, 999};
+  return n;
+}
+
+std::vector<int64_t> tricky_held_out(const TranslationData& d, size_t count) {
+  std::vector<int64_t> tricky;
+  for (int64_t n : d.test.numbers) {
+    const int64_t last = n % 100;
+    if ((n > 100 && last <= 1) || (last % 10 == 1 && last >= 21 && last <= 71) || last >= 70) tricky.push_back(n);
+  }
+  if (tricky.size() <= count) return tricky;
+  std::vector<int64_t> picked;
+  for (size_t i = 0; i < count; ++i) picked.push_back(tricky[i * tricky.size() / count]);
+  return picked;
+}
+
+}  // namespace sg::study

@@ -1,0 +1,175 @@
+#pragma once
+// The translation study (examples/translate_numbers.cpp): d2l's
+// encoder-decoder Transformer (section 11.7) trained to translate whole
+// numbers written in English words into French words (study/number_words.hpp),
+// scored on numbers held out from training, decoded greedily and by beam
+// search, each with the key/value cache (every token at its own position)
+// and with d2l's position-0 decoding (nn::DecodingMode::d2l), so that the
+// cost of d2l's defect is one line of a table.
+//
+// Exact match is the headline: a translation is right or it is not, and
+// BLEU with d2l's k = 2 is high long before it is right ("quatre - vingt -
+// un" for "quatre - vingt - onze" scores 0.83).
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/encoder_decoder.hpp"
+#include "study/number_words.hpp"
+#include "study/run_pool.hpp"  // Progress, progress_line
+#include "text/seq2seq_data.hpp"
+#include "text/vocab.hpp"
+
+namespace sg::study {
+
+struct TranslationConfig {
+  nn::Positional positional = nn::Positional::sinusoidal;
+  int64_t hidden = 64, ffn = 128, heads = 4, blocks = 2;  // blocks: of the encoder and of the decoder each
+  double dropout = 0.1;
+  bool pre_norm = false;
+  int64_t max_distance = 8;  // relative positions: offsets clipped to +-max_distance
+  int64_t num_steps = 12;    // source and target length, <eos> included (the longest French has 10)
+  double test_fraction = 0.2;
+  uint64_t split_seed = 0;  // which numbers are held out: the same for every training seed
+  uint64_t seed = 0;        // the model's initial weights, dropout, the batches' order
+  int64_t steps = 2000, batch = 64, warmup = 100;
+  double lr = 3e-3, min_lr = 1e-4, weight_decay = 0.01, clip = 1.0;
+  int64_t eval_every = 100;  // steps between greedy decodings of the held-out numbers
+  int64_t beam = 4;          // beam width of the beam-search rows
+};
+
+// Throws sg::Error naming the setting for a value the model or data cannot take.
+void check_config(const TranslationConfig& c);
+
+// The pairs, the vocabularies (built from the training pairs only, as d2l
+// builds them from its training text) and the padded tensors.
+struct TranslationData {
+  NumberPairs train, test;
+  std::shared_ptr<text::Vocab> src_vocab, tgt_vocab;
+  text::Seq2SeqBatch train_batch, test_batch;
+};
+TranslationData make_translation_data(const TranslationConfig& c);
+
+// The encoder-decoder for the data's vocabularies (weights from the default generator).
+std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d);
+
+// ---- metrics: each pair a prediction and its reference, in tokens ----
+
+// The fraction of pairs whose prediction equals the reference token for token.
+double exact_match(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs);
+// Tokens right at their position, over the longer of the two lengths, summed
+// over pairs: sum_i #{t : pred_i[t] = ref_i[t]} / sum_i max(|pred_i|, |ref_i|).
+// A missing or extra token counts as wrong, so a prediction shifted by one
+// token scores low. 0 when every sequence is empty.
+double token_accuracy(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs);
+
+struct Scores {
+  double exact = 0, token_accuracy = 0;
+  double bleu2 = 0;  // the mean over pairs of d2l's bleu(pred, ref, k = 2)
+  double bleu4 = 0;  // corpus BLEU-4
+};
+Scores score(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs);
+
+// ---- decoding ----
+
+enum class Search { greedy, beam };
+
+// The translations of every source of `b`, as target tokens (without <bos> and <eos>).
+std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const TranslationData& d,
+                                    const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
+                                    int64_t beam = 4);
+
+// ---- training ----
+
+struct TranslationPoint {
+  int64_t step;
+  double loss;   // the training batch's sequence_loss (step 0: before any update)
+  double exact;  // greedy, cached decoding of the held-out numbers
+};
+
+struct TranslationResult {
+  std::vector<double> step_loss;  // every step 1..steps
+  std::vector<TranslationPoint> curve;
+  double seconds = 0;  // the training steps and the evaluations along the way
+};
+
+// AdamW with linear warm-up and cosine decay, global-norm clipping, d2l's
+// Seq2Seq loss with teacher forcing; batches of the training pairs drawn
+// epoch by epoch in a shuffled order (from sg::Generator(c.seed)). Leaves
+// the model in eval mode. Throws sg::Error at the next step once *stop is true.
+TranslationResult train_translation(nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
+                                    const Progress& progress = nullptr, const std::atomic<bool>* stop = nullptr);
+
+// One row of the table: a search and a decoding mode on the held-out numbers.
+struct DecodingRow {
+  Search search;
+  nn::DecodingMode mode;
+  std::vector<text::Tokens> preds;
+  Scores scores;
+  double seconds = 0;
+};
+// Greedy and beam search, each cached and in d2l's mode.
+std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, const TranslationConfig& c,
+                                            const TranslationData& d);
+
+// ---- what the program writes ----
+
+// "greedy" / "beam 4"; "cached (position t)" / "d2l (position 0)".
+std::string search_name(Search s, int64_t beam);
+std::string mode_name(nn::DecodingMode m);
+
+// results.md: one row per decoding, and a line on what d2l's decoding costs.
+std::string results_md(const std::vector<DecodingRow>& rows, const TranslationConfig& c, const TranslationData& d,
+                       double train_exact);
+// A table of the numbers' translations (any numbers of the task's range):
+// reference and each decoding's translation, each number marked held out or trained.
+std::string translations_md(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
+                            const std::vector<int64_t>& numbers);
+// examples.md: translations_md of held-out numbers with tricky French
+// (tricky_held_out), of the numbers the issue names (tricky_numbers, held out
+// or not), and of every held-out number greedy search gets wrong.
+std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d);
+// settings.md; `positions` and `seeds`, when given, in place of c's (a comparison's).
+std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d,
+                                    const std::string& positions = "", const std::string& seeds = "");
+// curve.svg: the training loss and the held-out exact match against step.
+std::string translation_curve_svg(const TranslationResult& r, const std::string& title);
+// curve.csv: step, training batch loss, held-out exact match, one row per evaluation.
+std::string translation_curve_csv(const TranslationResult& r);
+// The decoder's attention while it writes its greedy translation of `number`
+// (teacher-forced on that translation): cross-attention (its tokens against
+// the source's) or causal self-attention (against its own), every block
+// (rows) and head (columns).
+std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
+                          int64_t number, bool cross);
+
+// The numbers with tricky French the example translations show: 71, 80, 81, 91, 200, 201, 280, 391, ...
+const std::vector<int64_t>& tricky_numbers();
+// Up to `count` of the held-out numbers with tricky French, spread over the
+// range: those ending in 00 or 01 above 100 ("deux cents", "cent un"), in 21,
+// 31, ..., 71 ("et"), or in 70..99 (soixante-dix, quatre-vingt(s)).
+std::vector<int64_t> tricky_held_out(const TranslationData& d, size_t count);
+
+// ---- --compare: kinds of positions side by side ----
+
+struct TranslationJob {
+  TranslationConfig c;
+  std::string label;
+  TranslationResult r;
+  std::vector<DecodingRow> rows;  // evaluate_decodings after training
+};
+// Each job trains its own model on one thread, as many side by side as
+// sg::num_threads(); models are built in job order on this thread from the
+// default generator seeded with the job's seed (and each job's dropout
+// draws from its own copy of it), so the results do not depend on how many
+// run at once. A line per finished run on stderr. The first error stops the
+// others and is rethrown.
+void run_translations(std::vector<TranslationJob>& jobs, const TranslationData& d, const std::atomic<bool>* stop);
+// The comparison's table: per kind, mean ± sample standard deviation over seeds.
+std::string compare_md(const std::vector<TranslationJob>& jobs);
+// The mean held-out exact match over training, one line per kind.
+std::string compare_curve_svg(const std::vector<TranslationJob>& jobs);
+
+}  // namespace sg::study
