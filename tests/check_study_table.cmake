@@ -5,7 +5,8 @@
 # until the tables are made again and the docs' tables with them
 # (docs/results.md, "The README's tables"). The target is the "built for"
 # row of DIR/settings.md (the vector width changes the order of some float
-# sums); the checked-in copy is FIXTURES/<target>/NAME.md.
+# sums); the checked-in copy is FIXTURES/<target>/NAME.md. Release builds
+# only (tests/CMakeLists.txt): an -O1 build (asan, tsan) rounds otherwise.
 #   cmake -DDIR=... -DFIXTURES=... -DNAME=compare [-DUPDATE=1] -P check_study_table.cmake
 # UPDATE=1 writes the copy instead of comparing (for a new target, or after
 # a change that moves the results on purpose).
