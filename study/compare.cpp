@@ -59,19 +59,6 @@ std::string comparison_settings_md(const Comparison& cmp) {
 
 namespace {
 
-struct Stats {
-  double mean = 0, spread = 0;  // spread: sample standard deviation (0 for one value)
-};
-Stats stats(const std::vector<double>& v) {
-  Stats s;
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  if (v.size() > 1) {
-    for (double x : v) s.spread += (x - s.mean) * (x - s.mean);
-    s.spread = std::sqrt(s.spread / static_cast<double>(v.size() - 1));
-  }
-  return s;
-}
-
 // Adds y at index i of the seeds' mean (with the band from the lowest to the
 // highest seed); the first seed makes the point at x.
 void add_to_mean(plot::Series& mean, size_t i, double x, double y, bool first, int64_t seeds) {

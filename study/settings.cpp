@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -124,6 +125,16 @@ std::string settings_md(const Config& c, const std::vector<std::pair<std::string
   // digits of the results: the build that made them is part of the settings.
   o << " |\n| threads | " << sg::num_threads() << " |\n| built for | " << sg::kernel::tile::target() << " |\n";
   return o.str();
+}
+
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  for (double x : v) s.mean += x / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    for (double x : v) s.spread += (x - s.mean) * (x - s.mean);
+    s.spread = std::sqrt(s.spread / static_cast<double>(v.size() - 1));
+  }
+  return s;
 }
 
 std::string fmt(const char* f, double v) {

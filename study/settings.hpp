@@ -43,6 +43,13 @@ std::string settings_md(const Config& c, const std::vector<std::pair<std::string
 // printf of one number: fmt("%.3f", 0.5) = "0.500".
 std::string fmt(const char* f, double v);
 
+// The mean of a study's values over seeds, and their spread: the sample
+// standard deviation (0 for one value).
+struct Stats {
+  double mean = 0, spread = 0;
+};
+Stats stats(const std::vector<double>& v);
+
 // file:///... of a path, to paste into a browser.
 std::string file_url(const std::string& path);
 

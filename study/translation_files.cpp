@@ -14,7 +14,7 @@
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "study/plot.hpp"
-#include "study/settings.hpp"  // fmt
+#include "study/settings.hpp"  // fmt, stats
 #include "study/translation.hpp"
 
 namespace sg::study {
@@ -29,19 +29,6 @@ std::string written(const text::Tokens& tokens) {
 }
 
 std::string percent(double x) { return fmt("%.1f%%", 100 * x); }
-
-struct Stats {
-  double mean = 0, spread = 0;  // spread: the sample standard deviation (0 for one value)
-};
-Stats stats(const std::vector<double>& v) {
-  Stats s;
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  if (v.size() > 1) {
-    for (double x : v) s.spread += (x - s.mean) * (x - s.mean);
-    s.spread = std::sqrt(s.spread / static_cast<double>(v.size() - 1));
-  }
-  return s;
-}
 
 const DecodingRow& row_of(const std::vector<DecodingRow>& rows, Search s, nn::DecodingMode m) {
   for (const DecodingRow& r : rows)
