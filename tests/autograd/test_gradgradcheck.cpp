@@ -29,6 +29,7 @@
 #include "core/kernels.hpp"
 #include "nn/attention.hpp"
 #include "nn/basic.hpp"
+#include "nn/decoder.hpp"
 #include "nn/linear.hpp"
 #include "nn/transformer.hpp"
 #include "nn_util.hpp"
@@ -173,7 +174,7 @@ TEST_CASE("comparisons have no gradient, and a product with one is twice differe
   check_second("x^3 where x > 0", [](const Inputs& in) { return in[0] * in[0] * in[0] * sg::gt(in[0], 0.0); }, {x});
 }
 
-TEST_CASE("Linear, LayerNorm, MultiHeadAttention and the encoder block are twice differentiable",
+TEST_CASE("Linear, LayerNorm, MultiHeadAttention, the encoder and the decoder block are twice differentiable",
           "[autograd][gradgradcheck][nn]") {
   sg::manual_seed(30);
   SECTION("Linear") {
@@ -216,6 +217,12 @@ TEST_CASE("Linear, LayerNorm, MultiHeadAttention and the encoder block are twice
     randomize(block, 38);
     check_module_second("TransformerEncoderBlock", block,
                         [&](const Inputs& in) { return block.forward(in[0], ids({2, 3}, {2})); }, {q});
+  }
+  SECTION("decoder block") {  // masked self-attention, cross-attention with the source's lengths, FFN
+    sg::nn::TransformerDecoderBlock block(8, 6, 2, 0.0);
+    randomize(block, 39);
+    check_module_second("TransformerDecoderBlock", block,
+                        [&](const Inputs& in) { return block.forward(in[0], in[1], ids({4, 2}, {2})); }, {q, kv});
   }
 }
 
