@@ -263,6 +263,38 @@ TEST_CASE("threads: training one shared model's gradients: one model, several gr
   }
 }
 
+TEST_CASE("threads: second-order gradients of one shared model on several threads give one thread's bits",
+          "[threads][second_order]") {
+  // Each thread builds its own graph from the shared parameters, takes the
+  // gradient with create_graph, and differentiates a gradient penalty of it
+  // (WGAN-GP's ||dL/dx||^2) again: the engine's recorded backward reads the
+  // shared parameters and writes only the thread's own graph.
+  sg::manual_seed(6);
+  sg::nn::Linear layer(8, 4);
+  const std::vector<Tensor> params = layer.parameters();
+  sg::Generator gen(10);
+  std::vector<Tensor> batches;
+  for (int t = 0; t < kThreads; ++t) batches.push_back(sg::randn({16, 8}, gen));
+  auto penalty_grads = [&](const Tensor& batch) {
+    const Tensor x = sg::clone(batch).set_requires_grad();
+    const Tensor dx = sg::grad(sg::sum(sg::tanh(layer.forward(x))), {x}, Tensor(), {.create_graph = true})[0];
+    return sg::grad(sg::sum(dx * dx), params);  // second order: through the backward of tanh and linear
+  };
+  std::vector<std::vector<Tensor>> want;
+  for (const Tensor& b : batches) want.push_back(penalty_grads(b));
+  std::vector<int> mismatches(kThreads, 0);
+  run_threads(kThreads, [&](int t) {
+    for (int rep = 0; rep < 10; ++rep) {
+      const std::vector<Tensor> got = penalty_grads(batches[t]);
+      bool same = got.size() == want[t].size();
+      for (size_t i = 0; same && i < got.size(); ++i) same = same_bits(got[i], want[t][i]);
+      if (!same) ++mismatches[t];
+    }
+  });
+  for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
+  for (const Tensor& p : params) CHECK_FALSE(p.grad().defined());  // grad() leaves .grad alone
+}
+
 TEST_CASE("threads: checkpoint saves from several threads to one path never share a temporary", "[threads]") {
   const fs::path dir = fs::temp_directory_path() / ("sg-threads-" + std::to_string(::getpid()));
   fs::remove_all(dir);
