@@ -21,8 +21,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include "flags.hpp"
 
 namespace {
 
@@ -49,15 +52,10 @@ int usage(const char* argv0, int status) {
 
 int main(int argc, char** argv) {
   int threads = 1, reps = 5, batch = 32;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") return usage(argv[0], 0);
-    if (i + 1 >= argc || (arg != "--threads" && arg != "--reps" && arg != "--batch")) return usage(argv[0], 2);
-    char* end = nullptr;
-    const long n = std::strtol(argv[++i], &end, 10);
-    if (*end != '\0' || n < 1 || n > 100000) return usage(argv[0], 2);
-    (arg == "--threads" ? threads : arg == "--reps" ? reps : batch) = static_cast<int>(n);
-  }
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return usage(argv[0], 0);
+  if (!bench::whole_flags(argc, argv, {{"--threads", &threads}, {"--reps", &reps}, {"--batch", &batch}}, 100000))
+    return usage(argv[0], 2);
   sg::set_num_threads(threads);
   const std::vector<int64_t> lengths = {8, 16, 32, 64, 128};
   sg::manual_seed(0);

@@ -26,6 +26,8 @@
 #include "core/kernels/gemm_tile.hpp"
 #include "core/runtime.hpp"
 
+#include "flags.hpp"
+
 namespace {
 
 int usage(const char* prog) {
@@ -37,13 +39,6 @@ int usage(const char* prog) {
                "(default 11)\n",
                prog);
   return 2;
-}
-
-// Reads a positive integer, or returns 0.
-int positive(const char* s) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  return (end != s && *end == '\0' && v >= 1 && v <= 4096) ? static_cast<int>(v) : 0;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -109,16 +104,7 @@ void print_row(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch,
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 11;
-  for (int i = 1; i < argc; ++i) {
-    const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--threads") && has_value) {
-      if (!(threads = positive(argv[++i]))) return usage(argv[0]);
-    } else if (!std::strcmp(argv[i], "--reps") && has_value) {
-      if (!(reps = positive(argv[++i]))) return usage(argv[0]);
-    } else {
-      return usage(argv[0]);
-    }
-  }
+  if (!bench::whole_flags(argc, argv, {{"--threads", &threads}, {"--reps", &reps}}, 4096)) return usage(argv[0]);
   if (threads) sg::set_num_threads(threads);
   threads = sg::num_threads();
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "flags.hpp"
+
 namespace {
 
 int usage(const char* prog) {
@@ -29,12 +31,6 @@ int usage(const char* prog) {
                "  --reps R     timed runs per case; the median is printed (default 15)\n",
                prog);
   return 2;
-}
-
-int positive(const char* s) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  return end != s && *end == '\0' && v > 0 && v < 1000000 ? static_cast<int>(v) : 0;
 }
 
 double median_ms(int reps, const std::function<void()>& run) {
@@ -53,16 +49,7 @@ double median_ms(int reps, const std::function<void()>& run) {
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 15;
-  for (int i = 1; i < argc; ++i) {
-    const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--threads") && has_value) {
-      if (!(threads = positive(argv[++i]))) return usage(argv[0]);
-    } else if (!std::strcmp(argv[i], "--reps") && has_value) {
-      if (!(reps = positive(argv[++i]))) return usage(argv[0]);
-    } else {
-      return usage(argv[0]);
-    }
-  }
+  if (!bench::whole_flags(argc, argv, {{"--threads", &threads}, {"--reps", &reps}}, 999999)) return usage(argv[0]);
   if (threads) sg::set_num_threads(threads);
   namespace k = sg::kernel;
   using sg::Tensor;
