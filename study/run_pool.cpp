@@ -86,13 +86,36 @@ class PoolProgress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Every Dropout of `m` draws from `gen` (the default generator otherwise).
+}  // namespace
+
 void use_generator_for_dropout(nn::Module& m, const std::shared_ptr<Generator>& gen) {
   if (auto* d = dynamic_cast<nn::Dropout*>(&m)) d->generator = gen;
   for (const auto& [name, child] : m.named_children()) use_generator_for_dropout(*child, gen);
 }
 
-}  // namespace
+void run_pool(const std::vector<size_t>& order, const std::function<void(size_t i, const std::atomic<bool>& failed)>& run) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;  // the first to fail, in time: the others stop because of it
+  std::mutex error_mu;
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    ThreadCountGuard one_thread(1);
+    for (size_t n; !failed && (n = next++) < order.size();) {
+      try {
+        run(order[n], failed);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+  };
+  const size_t side_by_side = std::min<size_t>(order.size(), static_cast<size_t>(num_threads()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < side_by_side; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 void run_side_by_side(const std::vector<Job*>& jobs, const std::atomic<bool>* stop) {
   std::vector<int64_t> steps;
@@ -106,39 +129,20 @@ void run_side_by_side(const std::vector<Job*>& jobs, const std::atomic<bool>* st
   std::vector<size_t> order(jobs.size());  // the order runs start in
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a] > steps[b]; });
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;  // the first to fail, in time: the others stop because of it
-  std::mutex error_mu;
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    ThreadCountGuard one_thread(1);
-    for (size_t n; !failed && (n = next++) < jobs.size();) {
-      const size_t i = order[n];
-      Job& job = *jobs[i];
-      const int64_t k = static_cast<int64_t>(i) + 1;
-      try {
-        progress.at(k, job.label, 0);
-        job.r = train(
-            *job.model, job.c,
-            [&](int64_t step, int64_t, double, double, double, double) {
-              if (failed) fail("stopped: another run failed");
-              progress.at(k, job.label, step);
-            },
-            stop);
-        progress.finished(k, job.label, job.r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
-      if (!job.keep_model) job.model.reset();
-    }
-  };
-  const size_t side_by_side = std::min<size_t>(jobs.size(), static_cast<size_t>(num_threads()));
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < side_by_side; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  run_pool(order, [&](size_t i, const std::atomic<bool>& failed) {
+    Job& job = *jobs[i];
+    const int64_t k = static_cast<int64_t>(i) + 1;
+    progress.at(k, job.label, 0);
+    job.r = train(
+        *job.model, job.c,
+        [&](int64_t step, int64_t, double, double, double, double) {
+          if (failed) fail("stopped: another run failed");
+          progress.at(k, job.label, step);
+        },
+        stop);
+    progress.finished(k, job.label, job.r);
+    if (!job.keep_model) job.model.reset();
+  });
 }
 
 }  // namespace sg::study

@@ -2,6 +2,7 @@
 // Running the study's trainings: a live progress line for one run, and the
 // pool that runs a comparison's trainings side by side.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,5 +40,15 @@ struct Job {
 // place (runs done of N, elapsed, an estimate of the time left) with each
 // finished run's result above it, otherwise a plain line per finished run.
 void run_side_by_side(const std::vector<Job*>& jobs, const std::atomic<bool>* stop);
+
+// Every Dropout of `m` draws from `gen` (the default generator otherwise).
+void use_generator_for_dropout(nn::Module& m, const std::shared_ptr<Generator>& gen);
+
+// The pool both studies run on: run(i, failed) for each i of `order`, in
+// that order, on up to num_threads() threads at once, each thread's ops on
+// one thread (ThreadCountGuard(1)). The first exception, in time, sets
+// `failed` (a run in progress should stop when it sees it; no new run
+// starts) and is rethrown once every thread has stopped.
+void run_pool(const std::vector<size_t>& order, const std::function<void(size_t i, const std::atomic<bool>& failed)>& run);
 
 }  // namespace sg::study

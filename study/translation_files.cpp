@@ -4,16 +4,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "autograd/engine.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "study/plot.hpp"
+#include "study/run_pool.hpp"  // run_pool, use_generator_for_dropout
 #include "study/settings.hpp"  // fmt, stats
 #include "study/translation.hpp"
 
@@ -198,16 +197,6 @@ std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConf
                             "): blocks in rows, heads in columns");
 }
 
-namespace {
-
-// Every Dropout of `m` draws from `gen` (the default generator otherwise).
-void use_generator_for_dropout(nn::Module& m, const std::shared_ptr<Generator>& gen) {
-  if (auto* drop = dynamic_cast<nn::Dropout*>(&m)) drop->generator = gen;
-  for (const auto& [name, child] : m.named_children()) use_generator_for_dropout(*child, gen);
-}
-
-}  // namespace
-
 void run_translations(std::vector<TranslationJob>& jobs, const TranslationData& d, const std::atomic<bool>* stop) {
   std::vector<std::unique_ptr<nn::EncoderDecoder>> models;
   for (TranslationJob& job : jobs) {
@@ -215,38 +204,24 @@ void run_translations(std::vector<TranslationJob>& jobs, const TranslationData& 
     models.push_back(make_translator(job.c, d));
     use_generator_for_dropout(*models.back(), std::make_shared<Generator>(default_generator()));
   }
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex mu;
+  std::atomic<size_t> done{0};
+  std::mutex print_mu;
   const auto start = std::chrono::steady_clock::now();
-  auto worker = [&] {
-    ThreadCountGuard one_thread(1);
-    for (size_t i; !failed && (i = next++) < jobs.size();) {
-      TranslationJob& job = jobs[i];
-      try {
-        auto check = [&](int64_t, int64_t, double, double, double, double) {
-          if (failed) sg::fail("stopped: another run failed");
-        };
-        job.r = train_translation(*models[i], job.c, d, check, stop);
-        job.rows = evaluate_decodings(*models[i], job.c, d);
-        std::lock_guard<std::mutex> lock(mu);
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::fprintf(stderr, "[run %zu/%zu] %-22s exact %.3f (greedy)  %.1f s;  %.0f s elapsed\n", ++done,
-                     jobs.size(), job.label.c_str(), job.rows[0].scores.exact, job.r.seconds, elapsed);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
-      models[i].reset();
-    }
-  };
-  const size_t side_by_side = std::min<size_t>(jobs.size(), static_cast<size_t>(num_threads()));
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < side_by_side; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  std::vector<size_t> order(jobs.size());  // in job order
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  run_pool(order, [&](size_t i, const std::atomic<bool>& failed) {
+    TranslationJob& job = jobs[i];
+    auto check = [&](int64_t, int64_t, double, double, double, double) {
+      if (failed) sg::fail("stopped: another run failed");
+    };
+    job.r = train_translation(*models[i], job.c, d, check, stop);
+    job.rows = evaluate_decodings(*models[i], job.c, d);
+    models[i].reset();
+    std::lock_guard<std::mutex> lock(print_mu);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[run %zu/%zu] %-22s exact %.3f (greedy)  %.1f s;  %.0f s elapsed\n", ++done, jobs.size(),
+                 job.label.c_str(), job.rows[0].scores.exact, job.r.seconds, elapsed);
+  });
 }
 
 namespace {
