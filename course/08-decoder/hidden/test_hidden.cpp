@@ -357,10 +357,16 @@ std::unique_ptr<sg::nn::EncoderDecoder> seq2seq(uint64_t seed, int64_t vocab) {
   TransformerDecoderOptions d;
   d.vocab_size = vocab, d.num_hiddens = 8, d.ffn_num_hiddens = 12, d.num_heads = 2, d.num_blocks = 2, d.dropout = 0.2;
   d.max_len = 64;
+  d.pre_norm = true;  // the embeddings reach the dense layer through the residual: outputs vary with the prefix
   auto m = std::make_unique<sg::nn::EncoderDecoder>(e, d);
   test_util::randomize(*m, seed);
   m->to(sg::float64);
   m->eval();
+  // The dense layer's bias removed, so that the next token depends on the
+  // states (source, prefix) rather than on the bias.
+  auto& dense = *m->decoder->dense;
+  double* bias = dense.bias.data<double>();
+  for (int64_t i = 0; i < dense.bias.numel(); ++i) bias[i] = 0;
   return m;
 }
 
@@ -524,7 +530,8 @@ TEST_CASE("8.7 the decoder block is differentiable: gradcheck of its inputs and 
 TEST_CASE("8.8 greedy stops every source at its own eos and leaves finished sources unchanged", "[a8][a8.8]") {
   const int64_t vocab = 10, bos = 1, pad = 0, max_len = 8;
   bool some_ended = false, some_ran_on = false, ended_at_different_steps = false;
-  for (uint64_t seed : {881, 882, 883}) {
+  // Models whose greedy outputs vary with the source and the step.
+  for (uint64_t seed : {883, 886, 888}) {
     INFO("model seed " << seed);
     auto model = seq2seq(seed, vocab);
     // The loops without an eos first; then the eos is the token whose first
@@ -540,19 +547,19 @@ TEST_CASE("8.8 greedy stops every source at its own eos and leaves finished sour
         if (at == f.tokens.end()) never = true;
         else steps.insert(static_cast<size_t>(at - f.tokens.begin()));
       }
-      const int64_t score = steps.empty() ? -1 : static_cast<int64_t>(steps.size()) + (never ? 1 : 0);
+      const int64_t score = steps.empty() ? -1 : static_cast<int64_t>(steps.size()) + (never ? 2 : 0);
       if (score > best) best = score, eos = v;
     }
     REQUIRE(eos >= 0);
     std::vector<Expected> want;
-    std::vector<size_t> lengths;
+    std::set<size_t> end_steps;
     for (int64_t b = 0; b < 4; ++b) {
       want.push_back(naive_greedy(*model, kSource, kSourceLens, b, bos, eos, max_len));
       some_ended |= want.back().ended;
       some_ran_on |= !want.back().ended;
-      lengths.push_back(want.back().ended ? want.back().tokens.size() : 1000);
+      if (want.back().ended) end_steps.insert(want.back().tokens.size());
     }
-    for (size_t b = 1; b < lengths.size(); ++b) ended_at_different_steps |= lengths[b] != lengths[0] && lengths[b] != 1000;
+    ended_at_different_steps |= end_steps.size() >= 2;
     const sg::decoding::SearchOptions o{.bos = bos, .eos = eos, .pad = pad, .max_len = max_len};
     check_greedy(sg::decoding::greedy(*model, kSource, kSourceLens, o), want);
     // Each source alone gives the same: the batch's other rows change nothing.
