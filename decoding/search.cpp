@@ -43,6 +43,7 @@ double normalised(const Hypothesis& h, double alpha) {
 std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& src, const Tensor& src_valid_lens,
                                const SearchOptions& o) {
   check(model, src, o, "greedy");
+  // BEGIN ASSIGNMENT 8: greedy: from <bos>, each step's most probable token (the first of ties) per source until <eos> or max_len; finished rows fed <pad> and left unchanged
   NoGradGuard no_grad;
   nn::DecoderState state = model.start(src, src_valid_lens, o.mode);
   const int64_t batch = src.shape()[0], vocab = model.decoder->options.vocab_size;
@@ -67,6 +68,7 @@ std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& sr
   }
   for (Hypothesis& h : out) h.score = h.log_prob;
   return out;
+  // END ASSIGNMENT 8
 }
 
 std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tensor& src,

@@ -206,6 +206,7 @@ void MultiHeadAttention::append(KeyValueCache& cache, const Tensor& x) const {
   if (start > 0 && cache.keys.shape()[0] != x.shape()[0] * (positions.kind == Positional::none ? 1 : num_heads))
     fail("MultiHeadAttention::append: inputs ", x.shape(), " do not continue the cached keys ",
          cache.keys.shape(), " (another batch size)");
+  // BEGIN ASSIGNMENT 8: MultiHeadAttention::append: x's keys and values (W_k, W_v; per head and keys rotated from position start for positions inside attention) concatenated after the cached ones
   Tensor k = W_k->forward(x), v = W_v->forward(x);  // (B, n, H)
   if (positions.kind != Positional::none) {
     k = split_heads(k, num_heads), v = split_heads(v, num_heads);  // (B*h, n, d)
@@ -213,6 +214,7 @@ void MultiHeadAttention::append(KeyValueCache& cache, const Tensor& x) const {
   }
   cache.keys = start == 0 ? k : concat({cache.keys, k}, 1);
   cache.values = start == 0 ? v : concat({cache.values, v}, 1);
+  // END ASSIGNMENT 8
 }
 
 Tensor MultiHeadAttention::forward_cached(const Tensor& queries, const KeyValueCache& cache,
@@ -258,8 +260,10 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& queries, const KeyValueC
     return attention_dropout->forward(weights, dropout_keys);
   };
   if (positions.kind == Positional::none) {
+    // BEGIN ASSIGNMENT 8: MultiHeadAttention::forward_cached: the projected queries attend over the cached keys and values (already projected): attend(scores, scale), heads merged, W_o
     const Tensor q = W_q->forward(queries);
     return W_o->forward(head_pool(attend(head_scores(q, cache.keys, num_heads), scale), cache.values, num_heads));
+    // END ASSIGNMENT 8
   }
   // As forward's branch for positions inside attention, with the queries at
   // query_offset + i.

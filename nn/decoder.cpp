@@ -13,11 +13,13 @@ namespace {
 // (B, T) int64: row b is 1, 2, .., T, d2l's dec_valid_lens: target
 // position t attends to positions 0..t.
 Tensor causal_lens(int64_t batch, int64_t steps, int64_t offset = 0) {
+  // BEGIN ASSIGNMENT 8: causal_lens: d2l's dec_valid_lens, (B, n) int64 with row b = offset + 1, .., offset + n
   Tensor lens = empty({batch, steps}, int64);
   int64_t* l = lens.data<int64_t>();
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < steps; ++t) l[b * steps + t] = offset + t + 1;
   return lens;
+  // END ASSIGNMENT 8
 }
 
 // t: (B * group, ...) -> (rows.size() * group, ...), block i a copy of
@@ -37,6 +39,27 @@ Tensor gather_blocks(const Tensor& t, const std::vector<int64_t>& rows, int64_t 
     std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i]) * bytes, bytes);
   }
   return out;
+}
+
+// One block's layers around its two attentions, each given as a function
+// of the (B, T, num_hiddens) states it reads: self_attention (the target on
+// itself, masked) and cross (the target on the source). Post-norm (d2l):
+//   Y = AddNorm1(X, self_attention(X)); Z = AddNorm2(Y, cross(Y)); out = AddNorm3(Z, ffn(Z)).
+// Pre-norm: each LayerNorm moves onto its branch: Y = X + dropout(self_attention(LN1(X))), ...
+// forward (teacher forcing) and step (the cache) differ only in the attentions.
+template <class SelfAttention, class Cross>
+Tensor block_layers(const TransformerDecoderBlock& b, const Tensor& X, const SelfAttention& self_attention,
+                    const Cross& cross, DropoutKeys* keys) {
+  // BEGIN ASSIGNMENT 8: block_layers: the three sublayers (self_attention, cross, ffn), each with its AddNorm (post-norm) or its LayerNorm first and the residual after dropout (pre-norm); dropout with keys
+  if (b.pre_norm) {
+    const Tensor Y = X + b.addnorm1->dropout->forward(self_attention(b.addnorm1->ln->forward(X)), keys);
+    const Tensor Z = Y + b.addnorm2->dropout->forward(cross(b.addnorm2->ln->forward(Y)), keys);
+    return Z + b.addnorm3->dropout->forward(b.ffn->forward(b.addnorm3->ln->forward(Z)), keys);
+  }
+  const Tensor Y = b.addnorm1->forward(X, self_attention(X), keys);
+  const Tensor Z = b.addnorm2->forward(Y, cross(Y), keys);
+  return b.addnorm3->forward(Z, b.ffn->forward(Z), keys);
+  // END ASSIGNMENT 8
 }
 
 }  // namespace
@@ -74,46 +97,40 @@ TransformerDecoderBlock::TransformerDecoderBlock(int64_t h, int64_t ffn_h, int64
 Tensor TransformerDecoderBlock::forward(const Tensor& X, const Tensor& enc, const Tensor& enc_valid_lens,
                                         DropoutKeys* keys, Tensor* self_weights, Tensor* cross_weights) const {
   if (X.dim() != 3) fail("TransformerDecoderBlock: X must be (batch, steps, hiddens), got ", X.shape());
+  // BEGIN ASSIGNMENT 8: TransformerDecoderBlock::forward: block_layers with the masked self-attention (causal_lens) and the attention to enc with enc_valid_lens, dropout with keys
   const Tensor lens = causal_lens(X.shape()[0], X.shape()[1]);
-  if (pre_norm) {
-    const Tensor N1 = addnorm1->ln->forward(X);
-    const Tensor Y = X + addnorm1->dropout->forward(attention1->forward(N1, N1, N1, lens, keys, self_weights), keys);
-    const Tensor N2 = addnorm2->ln->forward(Y);
-    const Tensor Z =
-        Y + addnorm2->dropout->forward(attention2->forward(N2, enc, enc, enc_valid_lens, keys, cross_weights), keys);
-    return Z + addnorm3->dropout->forward(ffn->forward(addnorm3->ln->forward(Z)), keys);
-  }
-  const Tensor Y = addnorm1->forward(X, attention1->forward(X, X, X, lens, keys, self_weights), keys);
-  const Tensor Z = addnorm2->forward(Y, attention2->forward(Y, enc, enc, enc_valid_lens, keys, cross_weights), keys);
-  return addnorm3->forward(Z, ffn->forward(Z), keys);
+  const auto self_attention = [&](const Tensor& A) { return attention1->forward(A, A, A, lens, keys, self_weights); };
+  const auto cross = [&](const Tensor& A) {
+    return attention2->forward(A, enc, enc, enc_valid_lens, keys, cross_weights);
+  };
+  return block_layers(*this, X, self_attention, cross, keys);
+  // END ASSIGNMENT 8
 }
 
 Tensor TransformerDecoderBlock::step(const Tensor& X, DecoderBlockCache& cache, const Tensor& enc_valid_lens,
                                      int64_t offset, DecodingMode mode, Tensor* self_weights,
                                      Tensor* cross_weights) const {
   if (X.dim() != 3) fail("TransformerDecoderBlock::step: X must be (batch, steps, hiddens), got ", X.shape());
-  const int64_t batch = X.shape()[0], n = X.shape()[1];
-  // The self-attention of the n new states A over the prefix.
-  auto self_attention = [&](const Tensor& A) {
+  // The self-attention of the n new states A (B, n, num_hiddens) over the prefix.
+  auto self_attention = [&](const Tensor& A) -> Tensor {
     if (mode == DecodingMode::d2l) {  // d2l: all the inputs so far as keys and values, no mask
       cache.inputs = cache.inputs.defined() ? concat({cache.inputs, A}, 1) : A;
       return attention1->forward(A, cache.inputs, cache.inputs, Tensor(), nullptr, self_weights);
     }
+    // BEGIN ASSIGNMENT 8: TransformerDecoderBlock::step's self-attention: A's keys and values into cache.self, then A at positions offset .. offset + n - 1 attends over the cache, causally
+    const int64_t batch = A.shape()[0], n = A.shape()[1];
     attention1->append(cache.self, A);
     const Tensor lens = n > 1 ? causal_lens(batch, n, offset) : Tensor();  // one token sees every cached key
     return attention1->forward_cached(A, cache.self, offset, lens, nullptr, self_weights);
+    // END ASSIGNMENT 8
   };
-  auto cross = [&](const Tensor& A) {
+  // The encoder-decoder attention of A over the source, whose keys and values are in cache.cross.
+  auto cross = [&](const Tensor& A) -> Tensor {
+    // BEGIN ASSIGNMENT 8: TransformerDecoderBlock::step's cross-attention: A attends over cache.cross with enc_valid_lens
     return attention2->forward_cached(A, cache.cross, 0, enc_valid_lens, nullptr, cross_weights);
+    // END ASSIGNMENT 8
   };
-  if (pre_norm) {
-    const Tensor Y = X + addnorm1->dropout->forward(self_attention(addnorm1->ln->forward(X)));
-    const Tensor Z = Y + addnorm2->dropout->forward(cross(addnorm2->ln->forward(Y)));
-    return Z + addnorm3->dropout->forward(ffn->forward(addnorm3->ln->forward(Z)));
-  }
-  const Tensor Y = addnorm1->forward(X, self_attention(X));
-  const Tensor Z = addnorm2->forward(Y, cross(Y));
-  return addnorm3->forward(Z, ffn->forward(Z));
+  return block_layers(*this, X, self_attention, cross, nullptr);
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerDecoderOptions& o) : options(o) {
@@ -173,6 +190,7 @@ Tensor TransformerDecoder::step(const Tensor& ids, DecoderState& state, DecoderA
   if (state.blocks.size() != blocks.size())
     fail("TransformerDecoder::step: the state has ", state.blocks.size(), " blocks' caches, the decoder ",
          blocks.size(), " blocks (init_state makes it)");
+  // BEGIN ASSIGNMENT 8: TransformerDecoder::step: forward's layers on the new ids at positions state.steps .. (0 in d2l mode), each block's step with its cache, then state.steps advanced
   const int64_t offset = state.mode == DecodingMode::d2l ? 0 : state.steps;
   Tensor X = embedding->forward(ids) * std::sqrt(static_cast<double>(options.num_hiddens));
   X = pos_encoding ? pos_encoding->forward(X, offset) : embedding_dropout->forward(X);
@@ -182,6 +200,7 @@ Tensor TransformerDecoder::step(const Tensor& ids, DecoderState& state, DecoderA
                         weights ? &weights->self[i] : nullptr, weights ? &weights->cross[i] : nullptr);
   state.steps += ids.shape()[1];
   return dense->forward(final_ln ? final_ln->forward(X) : X);
+  // END ASSIGNMENT 8
 }
 
 }  // namespace sg::nn

@@ -26,9 +26,11 @@ Tensor softmax(const Tensor& x) {
   Tensor out = kernel::softmax(x);
   return record("softmax", out, {x}, {out}, [x, v = x.version(), y = out.detach()](const Tensor& g) -> Grads {
     if (grad_enabled()) {
+      // BEGIN ASSIGNMENT 9: softmax's create_graph backward: s (g - sum(g s)) per row with recorded ops, s = softmax(x) from x (checked unchanged since the forward)
       check_version("softmax", "its input", x, v);  // the composed form reads x, which the op does not save
       const Tensor s = softmax(x), gs = mul(g, s);
       return {sub(gs, mul(s, sum(gs, -1, true)))};
+      // END ASSIGNMENT 9
     }
     // BEGIN ASSIGNMENT 3: softmax's backward: dx = y * (g - sum(g * y)) per row
     const Tensor gy = kernel::mul(g, y);

@@ -72,6 +72,7 @@ Tensor jvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Te
 
 std::vector<Tensor> hvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
   check_like(x, v, "hvp");
+  // BEGIN ASSIGNMENT 9: hvp: H v = the gradient of (grad f . v) for a scalar f at fresh leaves of x, the first gradient recorded (create_graph); zeros where there is no path
   EnableGradGuard on;
   const std::vector<Tensor> xs = leaves_of(x, "hvp");
   const Tensor y = f(xs);
@@ -81,6 +82,7 @@ std::vector<Tensor> hvp(const VectorFn& f, const std::vector<Tensor>& x, const s
   const Tensor gv = dot(g, v);
   if (!gv.requires_grad()) return filled(Grads(xs.size()), xs);  // f linear: H = 0
   return filled(grad(gv, xs), xs);
+  // END ASSIGNMENT 9
 }
 
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
