@@ -138,7 +138,21 @@ std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tenso
         rows[first + j] = b * k, last[first + j] = o.pad;
         next[first + j].log_prob = dead;
       }
-      if (static_cast<int64_t>(finished[static_cast<size_t>(b)].size()) >= k) done[static_cast<size_t>(b)] = true;
+      // Done with beam_width finished hypotheses, and never while the most
+      // probable hypothesis of the beam is still live: its log P only falls
+      // as it grows, so once a finished one is at least as probable, no live
+      // one can overtake it by log P. Without the second condition a
+      // confident model's improbable early <eos> extensions (ranked among
+      // the first beam_width because everything but the one right
+      // continuation is improbable) fill the finished set while the right
+      // translation is still being written, and the search returns a short,
+      // wrong one (docs/results.md, "Beam search's stopping rule"). Width 1
+      // stays greedy: a finished rank 0 is the most probable extension.
+      const std::vector<Hypothesis>& ended = finished[static_cast<size_t>(b)];
+      double best_finished = dead, best_live = dead;
+      for (const Hypothesis& h : ended) best_finished = std::max(best_finished, h.log_prob);
+      for (int64_t j = 0; j < live; ++j) best_live = std::max(best_live, next[first + j].log_prob);
+      if (static_cast<int64_t>(ended.size()) >= k && best_finished >= best_live) done[static_cast<size_t>(b)] = true;
     }
     beams = std::move(next);
     state.select(rows);

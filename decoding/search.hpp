@@ -44,7 +44,8 @@ std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& sr
 // extensions by log P (ties: the earlier hypothesis, then the smaller id);
 // an extension by <eos> within the first beam_width ranks is finished, the
 // best beam_width others live on. A source stops when it has beam_width
-// finished hypotheses, or at max_len (its live ones then count, without
+// finished hypotheses and one of them is at least as probable (log P) as
+// every live one, or at max_len (its live ones then count, without
 // <eos>). Returns, per source, the hypothesis of the best score (the first
 // of ties). Width 1 is greedy search.
 std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tensor& src,
