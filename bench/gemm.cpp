@@ -1,13 +1,14 @@
 // GEMM benchmark: smallgrad's wrapper against BLIS called directly.
 //
-//   build/release/bench/gemm [--threads N] [--reps R]
+//   build/release/bench/gemm [--threads N] [--reps R] [--only TEXT]
 //
 // For each shape it times sg::kernel::gemm (or gemm_batched) and the same work
 // done by calling BLIS's typed API directly with the same thread count, and
 // prints the median GFLOP/s of each and their ratio. The wrapper should be
 // within a few percent of BLIS on large products (its checks cost
-// nanoseconds) and far ahead on the batch of tiny products, where the direct
-// loop pays BLIS's per-call overhead 256 times.
+// nanoseconds) and far ahead on attention's batches of small products, where
+// the direct loop pays BLIS's per-call overhead for every head. The first
+// line names the CPU: every figure belongs to the machine that made it.
 #include <blis.h>
 
 #include <algorithm>
@@ -32,11 +33,12 @@ namespace {
 
 int usage(const char* prog) {
   std::fprintf(stderr,
-               "usage: %s [--threads N] [--reps R]\n"
+               "usage: %s [--threads N] [--reps R] [--only TEXT]\n"
                "  --threads N  threads for smallgrad and for the direct BLIS calls (default: "
                "smallgrad's default)\n"
                "  --reps R     timed repetitions per measurement; the median is reported "
-               "(default 11)\n",
+               "(default 11)\n"
+               "  --only TEXT  only the products whose name contains TEXT\n",
                prog);
   return 2;
 }
@@ -81,14 +83,14 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 
 // Direct BLIS: one row-major product with `threads` threads.
 // A is stored (m, k), or (k, m) when ta; B is stored (k, n), or (n, k) when tb.
-void blis_direct(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-                 const float* b, float* c, int threads) {
+void blis_direct(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float* c, int64_t ldc, int threads) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(threads, &rntm);
   float alpha = 1.f, beta = 0.f;
   bli_sgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m,
-               n, k, &alpha, const_cast<float*>(a), ta ? m : k, 1, const_cast<float*>(b),
-               tb ? k : n, 1, &beta, c, n, 1, nullptr, &rntm);
+               n, k, &alpha, const_cast<float*>(a), lda, 1, const_cast<float*>(b), ldb, 1, &beta, c,
+               ldc, 1, nullptr, &rntm);
 }
 
 void print_row(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch, double flops,
@@ -104,13 +106,28 @@ void print_row(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch,
 
 int main(int argc, char** argv) {
   int threads = 0, reps = 11;
-  if (!bench::whole_flags(argc, argv, {{"--threads", &threads}, {"--reps", &reps}}, 4096)) return usage(argv[0]);
+  // --only TEXT: the rows whose name contains TEXT (taken out before the
+  // whole-number flags are read).
+  std::string only;
+  std::vector<char*> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i)
+    if (!std::strcmp(args[i], "--only")) {
+      if (i + 1 >= args.size() || !*args[i + 1]) return usage(argv[0]);
+      only = args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+      break;
+    }
+  auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
+  if (!bench::whole_flags(static_cast<int>(args.size()), args.data(),
+                          {{"--threads", &threads}, {"--reps", &reps}}, 4096))
+    return usage(argv[0]);
   if (threads) sg::set_num_threads(threads);
   threads = sg::num_threads();
 
   // blis_kernels() also picks the kernels and initialises BLIS, so the direct
   // calls below run the same kernels as the wrapper.
   const std::string kernels = sg::blis_kernels();
+  std::printf("CPU: %s\n", sg::kernel::tile::cpu().c_str());
   std::printf("BLIS kernels: %s (expected by smallgrad's rule: %s; the generic fallback runs "
               "~36 GFLOP/s on one thread)\n",
               kernels.c_str(), sg::expected_blis_kernels().c_str());
@@ -157,6 +174,7 @@ int main(int argc, char** argv) {
       {"large ffn x^T.g", 256, 1024, 2048, true, false},
   };
   for (const Single& s : singles) {
+    if (!wanted(s.name)) continue;
     const auto a = random_floats(s.m * s.k, 1), b = random_floats(s.k * s.n, 2);
     std::vector<float> c(s.m * s.n, 0.f);
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
@@ -165,43 +183,70 @@ int main(int argc, char** argv) {
           sg::kernel::gemm<float>(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, 0.f,
                                 c.data(), s.n);
         },
-        [&] { blis_direct(s.ta, s.tb, s.m, s.n, s.k, a.data(), b.data(), c.data(), threads); },
+        [&] {
+          blis_direct(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), s.n, threads);
+        },
         reps);
     print_row(s.name, s.m, s.n, s.k, 1, 2.0 * s.m * s.n * s.k, t);
   }
 
-  // Attention-sized batches: scores Q.K^T (B transposed) and P.V. The direct
-  // side is an OpenMP loop (same thread count) of one-thread BLIS calls: what
-  // a batched product would cost without a path of its own for tiny matrices.
-  struct Batched {
-    const char* name;
-    int64_t m, n, k;
-    bool tb;
+  // Attention's per-head products at the encoders' shapes, as
+  // autograd/ops/head_products.cpp runs them: gemm_grid over (batch, heads),
+  // q, k, v and the pooled output read in place from (B, T, heads * d)
+  // (row stride heads * d), the scores and weights (B * heads, T, T). Three
+  // kinds, each run twice a step: scores q.k^T and backward dw = g.v^T (NT),
+  // pooling w.v and backward dq = g.k (NN), backward dk = g^T.q and dv =
+  // w^T.g (TN). The direct side is an
+  // OpenMP loop (same thread count) of one-thread BLIS calls with the same
+  // strides: what the grid would cost without a path of its own for small
+  // matrices.
+  struct Heads {
+    const char* config;
+    int64_t batch, seq, heads, d;
   };
-  const Batched batches[] = {
-      {"batched Q.K^T 16x16x16", 16, 16, 16, true},
-      {"batched P.V 16x64x16", 16, 64, 16, false},
-      {"batched Q.K^T 64x64x64", 64, 64, 64, true},
-  };
-  const int64_t batch = 256;
-  for (const Batched& s : batches) {
-    const int64_t sa = s.m * s.k, sb = s.k * s.n, sc = s.m * s.n;
-    const auto a = random_floats(sa * batch, 3), b = random_floats(sb * batch, 4);
-    std::vector<float> c(sc * batch, 0.f);
-    const int64_t ldb = s.tb ? s.k : s.n;
-    const auto t = median_seconds(
-        [&] {
-          sg::kernel::gemm_batched<float>(false, s.tb, s.m, s.n, s.k, 1.f, a.data(), s.k, sa,
-                                        b.data(), ldb, sb, 0.f, c.data(), s.n, sc, batch);
-        },
-        [&] {
+  const Heads encoders[] = {{"tiny", 64, 16, 4, 16}, {"medium", 32, 64, 4, 32}, {"large", 16, 128, 8, 32}};
+  for (const Heads& e : encoders) {
+    const int64_t T = e.seq, d = e.d, hd = e.heads * d, count = e.batch * e.heads;
+    const auto x1 = random_floats(e.batch * T * hd, 3), x2 = random_floats(e.batch * T * hd, 4);
+    const auto w = random_floats(count * T * T, 5);
+    std::vector<float> out_cols(e.batch * T * hd), out_square(count * T * T);
+    const sg::kernel::GridStrides cols{T * hd, d}, square{e.heads * T * T, T * T};
+    struct Product {
+      const char* name;
+      bool ta, tb;
+      int64_t m, n, k;
+      const float *a, *b;
+      int64_t lda, ldb;
+      sg::kernel::GridStrides sa, sb;
+      float* c;
+      int64_t ldc;
+      sg::kernel::GridStrides sc;
+    };
+    const Product products[] = {
+        {"q.k^T, g.v^T", false, true, T, T, d, x1.data(), x2.data(), hd, hd, cols, cols, out_square.data(), T, square},
+        {"w.v, g.k", false, false, T, d, T, w.data(), x1.data(), T, hd, square, cols, out_cols.data(), hd, cols},
+        {"g^T.q, w^T.g", true, false, T, d, T, w.data(), x1.data(), T, hd, square, cols, out_cols.data(), hd, cols},
+    };
+    for (const Product& p : products) {
+      const std::string name = std::string(e.config) + " " + p.name;
+      if (!wanted(name)) continue;
+      const auto t = median_seconds(
+          [&] {
+            sg::kernel::gemm_grid<float>(p.ta, p.tb, p.m, p.n, p.k, 1.f, p.a, p.lda, p.sa, p.b, p.ldb,
+                                         p.sb, 0.f, p.c, p.ldc, p.sc, e.batch, e.heads);
+          },
+          [&] {
 #pragma omp parallel for schedule(static) num_threads(threads)
-          for (int64_t i = 0; i < batch; ++i)
-            blis_direct(false, s.tb, s.m, s.n, s.k, a.data() + i * sa, b.data() + i * sb,
-                        c.data() + i * sc, 1);
-        },
-        reps);
-    print_row(s.name, s.m, s.n, s.k, batch, 2.0 * s.m * s.n * s.k * batch, t);
+            for (int64_t i = 0; i < count; ++i) {
+              const int64_t o = i / e.heads, h = i % e.heads;
+              blis_direct(p.ta, p.tb, p.m, p.n, p.k, p.a + o * p.sa.outer + h * p.sa.inner, p.lda,
+                          p.b + o * p.sb.outer + h * p.sb.inner, p.ldb,
+                          p.c + o * p.sc.outer + h * p.sc.inner, p.ldc, 1);
+            }
+          },
+          reps);
+      print_row(name.c_str(), p.m, p.n, p.k, count, 2.0 * p.m * p.n * p.k * count, t);
+    }
   }
   return 0;
 }

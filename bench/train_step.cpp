@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/gemm_tile.hpp"
+
 namespace {
 
 struct Config {
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
   }
   if (threads) sg::set_num_threads(threads);
   const Peak peak = sgemm_peak_gflops();
+  std::printf("CPU: %s\n", sg::kernel::tile::cpu().c_str());
   std::printf("sgemm peak %.0f GFLOP/s on %d thread(s): the better of smallgrad's GEMM (%.0f) and "
               "BLIS %s (%.0f) on 1024^3\n",
               peak.gflops, sg::num_threads(), peak.ours, sg::blis_kernels().c_str(), peak.blis);

@@ -105,9 +105,17 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
   }
 }
 
+// A weight gradient x^T g (A transposed, few rows of C, a long reduction)
+// goes to our kernel whatever n and k: it packs a transposed A block by
+// block as BLIS does, and with m this short it reads each panel of op(B)
+// from memory at most twice. BLIS's zen3 kernels ran 256 x 1024 x 2048 at
+// half their square speed (docs/results.md, "GEMM").
+constexpr int64_t kKernelMaxRowsTransA = 256;
+
 // Whether our kernel (rather than BLIS) computes a product of this shape.
-bool use_kernel(int64_t n, int64_t k) {
-  return tile::tuned() && (n <= kKernelMaxNK || k <= kKernelMaxNK);
+bool use_kernel(bool trans_a, int64_t m, int64_t n, int64_t k) {
+  return tile::tuned() &&
+         (n <= kKernelMaxNK || k <= kKernelMaxNK || (trans_a && m <= kKernelMaxRowsTransA));
 }
 
 // One product, already checked, with m and n > 0, on up to `threads`
@@ -119,7 +127,7 @@ void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alph
              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
-  } else if (use_kernel(n, k)) {
+  } else if (use_kernel(trans_a, m, n, k)) {
     if (m * n * k < kKernelParallelWork) threads = 1;
     tile::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
   } else {
@@ -168,7 +176,7 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     return;
   }
   const int threads = omp_in_parallel() ? 1 : num_threads();
-  if (!use_kernel(n, k)) detail::ensure_blis();  // BLIS set up before any thread starts
+  if (!use_kernel(trans_a, m, n, k)) detail::ensure_blis();  // BLIS set up before any thread starts
   // Fewer big products than threads: give each product all threads instead.
   if (batch < threads && m * n * k >= kKernelParallelWork) {
     for (int64_t i = 0; i < batch; ++i)

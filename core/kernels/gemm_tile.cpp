@@ -6,6 +6,10 @@
 
 #include <omp.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -107,9 +111,13 @@ constexpr int64_t kRowBlock = 128;
 
 // One tile: R rows of C times NV vectors of a panel (row stride ps), over a
 // depth of kc; writes the tile's first `width` columns (width <= NV * W).
-template <class T, int R, int NV>
-void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, int64_t ps,
-          T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+// With kColumns, a(r, p) = a[r + p * s] (A read transposed, or packed:
+// one pointer that steps by s, the R values at fixed offsets); without,
+// a(r, p) = a[r * s + p]. Two instantiations rather than a run-time pair of
+// strides, so that the compiler knows which of the two is 1.
+template <class T, int R, int NV, bool kColumns>
+void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha, T beta, T* c,
+          int64_t ldc, int64_t width) {
   constexpr int W = kVecWidth<T>;
   // Written so that g++ keeps acc and b in registers: an `= {}` initialiser
   // or one memcpy into the whole b array made it store all the accumulators
@@ -121,7 +129,7 @@ void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, in
     Vec<T> b[NV];
     for (int v = 0; v < NV; ++v) std::memcpy(&b[v], panel + p * ps + v * W, sizeof b[v]);
     for (int r = 0; r < R; ++r) {
-      const T x = a[r * a_rs + p * a_cs];
+      const T x = kColumns ? a[r + p * s] : a[r * s + p];
       for (int v = 0; v < NV; ++v) acc[r][v] += x * b[v];
     }
   }
@@ -149,29 +157,94 @@ void tile(int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* panel, in
   }
 }
 
+// Where a tile finds its rows of op(A): in place, a(i, p) at
+// base[i * stride + p] or, A read transposed (`columns`), base[i + p *
+// stride]; or `packed` by pack_a_block for one row block and depth block of
+// kc from row `first`: the group of g rows (g = the tile's R) from row i
+// starts at base + (i - first) * kc, with a(i + r, p) at [p * g + r].
+template <class T>
+struct RowsOfA {
+  const T* base;
+  int64_t stride;
+  bool columns, packed;
+  int64_t first, kc;
+};
+
+template <class T, int G, int NV>
+void tile_of(int64_t i, int64_t kc, const RowsOfA<T>& a, const T* panel, int64_t ps, T alpha,
+             T beta, T* c, int64_t ldc, int64_t width) {
+  if (a.packed)
+    tile<T, G, NV, true>(kc, a.base + (i - a.first) * kc, G, panel, ps, alpha, beta, c + i * ldc,
+                         ldc, width);
+  else if (a.columns)
+    tile<T, G, NV, true>(kc, a.base + i, a.stride, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  else
+    tile<T, G, NV, false>(kc, a.base + i * a.stride, a.stride, panel, ps, alpha, beta, c + i * ldc,
+                          ldc, width);
+}
+
 // Tiles for rows i0 .. i1-1 against one panel: R rows at a time (the
 // target's tile, above), then 8 (when R is larger), 4, 2 and 1 for the last
 // rows.
-template <class T, int NV>
-void tile_rows(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs,
-               const T* panel, int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
-  constexpr int R = kRowsFor<NV>;
-  auto at = [&](int64_t i) { return a + i * a_rs; };
+template <class T, int R, int NV>
+void tile_rows_of(int64_t i0, int64_t i1, int64_t kc, const RowsOfA<T>& a, const T* panel,
+                  int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
   int64_t i = i0;
-  for (; i + R <= i1; i += R)
-    tile<T, R, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i + R <= i1; i += R) tile_of<T, R, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
   if constexpr (R > 8) {
-    for (; i + 8 <= i1; i += 8)
-      tile<T, 8, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+    for (; i + 8 <= i1; i += 8) tile_of<T, 8, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
   }
   if constexpr (R > 4) {
-    for (; i + 4 <= i1; i += 4)
-      tile<T, 4, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+    for (; i + 4 <= i1; i += 4) tile_of<T, 4, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
   }
-  for (; i + 2 <= i1; i += 2)
-    tile<T, 2, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
-  for (; i < i1; ++i)
-    tile<T, 1, NV>(kc, at(i), a_rs, a_cs, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+  for (; i + 2 <= i1; i += 2) tile_of<T, 2, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+  for (; i < i1; ++i) tile_of<T, 1, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+}
+
+// Packed A is always cut into groups of kTileRows (pack_a_block), so its
+// tiles are of kTileRows rows whatever the panel's width.
+template <class T, int NV>
+void tile_rows(int64_t i0, int64_t i1, int64_t kc, const RowsOfA<T>& a, const T* panel,
+               int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+  if (a.packed)
+    tile_rows_of<T, kTileRows, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width);
+  else
+    tile_rows_of<T, kRowsFor<NV>, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width);
+}
+
+// The sizes of the row groups tile_rows_of cuts rows i0 .. i1-1 into, for
+// tiles of R rows: calls f(first row, rows) for each, in order.
+template <int R, class F>
+void for_each_group(int64_t i0, int64_t i1, F f) {
+  int64_t i = i0;
+  for (; i + R <= i1; i += R) f(i, R);
+  if (R > 8)
+    for (; i + 8 <= i1; i += 8) f(i, 8);
+  if (R > 4)
+    for (; i + 4 <= i1; i += 4) f(i, 4);
+  for (; i + 2 <= i1; i += 2) f(i, 2);
+  for (; i < i1; ++i) f(i, 1);
+}
+
+// Packs rows i0 .. i1-1 and depth p0 .. p0+kc-1 of op(A) = A^T (A stored
+// (k, m): a(i, p) = a[p * lda + i]) into slivers of kTileRows rows (and the
+// remainder groups), for RowsOfA. Read in place, each tile would take one
+// value from each of kc rows of the stored A, lda apart: with lda a multiple
+// of 1 KiB those rows share a few L1 sets and every step missed L1 (the
+// weight gradient x^T g ran at half the speed of x W on AVX2). Packed, a
+// tile reads its sliver front to back, and the copy reads A's rows in order.
+template <class T>
+void pack_a_block(int64_t i0, int64_t i1, int64_t kc, const T* a, int64_t lda, T* out) {
+  constexpr int64_t R = kTileRows;
+  const int64_t whole = i0 + (i1 - i0) / R * R;  // the groups of R rows end here
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* src = a + p * lda;
+    for (int64_t i = i0; i < whole; i += R)  // fixed-size copies: vector moves
+      std::memcpy(out + (i - i0) * kc + p * R, src + i, R * sizeof(T));
+    for_each_group<R>(whole, i1, [&](int64_t i, int64_t g) {
+      for (int64_t r = 0; r < g; ++r) out[(i - i0) * kc + p * g + r] = src[i + r];
+    });
+  }
 }
 
 // How op(B) (k, n) is laid out in panels: `stride` values a row (P, or W
@@ -210,28 +283,43 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
   }
 }
 
+// A transposed A is packed (pack_a_block) when its rows are read for at
+// least this many panels: the copy costs as much as the arithmetic against
+// one or two panels, and with few panels reading A in place was as fast
+// (docs/results.md, "GEMM").
+constexpr int64_t kPackAFromPanels = 16;
+
 // Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1, from the packed
-// op(B), block by block.
+// op(B), block by block. A transposed A read for many panels is packed a
+// block at a time into a buffer of the calling thread.
 template <class T>
 void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
                  int64_t k, T alpha, const T* a, int64_t lda, const T* packed, Panels pl, T beta,
                  T* c, int64_t ldc) {
-  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1, ps = pl.stride;
+  const int64_t ps = pl.stride;
+  const bool pack_a = trans_a && q1 - q0 >= kPackAFromPanels;
+  thread_local std::vector<T> a_buffer;
+  if (pack_a && a_buffer.size() < static_cast<size_t>(kRowBlock * kDepthBlock))
+    a_buffer.resize(kRowBlock * kDepthBlock);
   for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock) {
     const int64_t r1 = std::min(i1, r0 + kRowBlock);
     for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
       const int64_t kc = std::min(kDepthBlock, k - p0);
       const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
-      const T* a_block = a + p0 * a_cs;
+      RowsOfA<T> rows{a + (trans_a ? p0 * lda : p0), lda, trans_a, false, r0, kc};
+      if (pack_a) {
+        pack_a_block(r0, r1, kc, a + p0 * lda, lda, a_buffer.data());
+        rows.base = a_buffer.data();
+        rows.packed = true;
+      }
       for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
         const int64_t width = std::min(ps, n - j0);
         const T* panel = packed + j0 * k + p0 * ps;
         if (width > kVecWidth<T>)
-          tile_rows<T, kPanelVecs>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta,
-                                   c + j0, ldc, width);
+          tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc,
+                                   width);
         else
-          tile_rows<T, 1>(r0, r1, kc, a_block, a_rs, a_cs, panel, ps, alpha, block_beta, c + j0,
-                          ldc, width);
+          tile_rows<T, 1>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc, width);
       }
     }
   }
@@ -255,11 +343,11 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
   const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
   alignas(64) T panel[kTinyDepth * kPanelWidth<T>];
   pack_panel(trans_b, 0, pl, k, n, b, ldb, panel);
-  const int64_t a_rs = trans_a ? 1 : lda, a_cs = trans_a ? lda : 1;
+  const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
   if (pl.stride == kVecWidth<T>)
-    tile_rows<T, 1>(0, m, k, a, a_rs, a_cs, panel, pl.stride, alpha, beta, c, ldc, n);
+    tile_rows<T, 1>(0, m, k, rows, panel, pl.stride, alpha, beta, c, ldc, n);
   else
-    tile_rows<T, kPanelVecs>(0, m, k, a, a_rs, a_cs, panel, pl.stride, alpha, beta, c, ldc, n);
+    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, pl.stride, alpha, beta, c, ldc, n);
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
@@ -321,6 +409,31 @@ std::string target() {
   return std::string(kTargetName) + ": " + std::to_string(kVecBytes * 8) +
          "-bit vectors, float tiles of " + std::to_string(kTileRows) + " x " +
          std::to_string(kPanelWidth<float>);
+}
+
+std::string cpu() {
+  std::string name = "unknown CPU";
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned r[12] = {};
+  if (__get_cpuid(0x80000000, &r[0], &r[1], &r[2], &r[3]) && r[0] >= 0x80000004) {
+    for (unsigned leaf = 0; leaf < 3; ++leaf)
+      __get_cpuid(0x80000002 + leaf, &r[4 * leaf], &r[4 * leaf + 1], &r[4 * leaf + 2], &r[4 * leaf + 3]);
+    name.assign(reinterpret_cast<const char*>(r), sizeof r);
+    name = name.substr(0, name.find('\0'));
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+  }
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+    // Family and model as Linux's /proc/cpuinfo prints them: the extended
+    // fields count from family 15 (and, for the model, from family 6).
+    unsigned family = (eax >> 8) & 0xf, model = (eax >> 4) & 0xf;
+    if (family == 0xf) family += (eax >> 20) & 0xff;
+    if (family >= 6) model += ((eax >> 16) & 0xf) << 4;
+    name += " (family " + std::to_string(family) + ", model " + std::to_string(model) + ")";
+  }
+#endif
+  return name + ", " + kTargetName + " build: " + std::to_string(kVecBytes * 8) + "-bit vectors";
 }
 
 template <class T>

@@ -21,6 +21,11 @@ int vector_bits();
 // The tile this build uses, for benchmarks' headers: "AVX2+FMA: 256-bit
 // vectors, float tiles of 6 x 16".
 std::string target();
+// The CPU this runs on and the vectors this build uses, for benchmarks' first
+// lines, so that every figure says which machine made it: "AMD EPYC (family
+// 26, model 2), AVX-512 build: 512-bit vectors". x86 reads cpuid; other
+// architectures print the build's vectors only.
+std::string cpu();
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,

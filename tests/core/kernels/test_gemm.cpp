@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -336,6 +337,115 @@ TEST_CASE("gemm inside an OpenMP region runs on one thread and stays correct", "
     sg::kernel::gemm<double>(false, false, d.m, d.n, d.k, 1.0, a.data(), d.k, b.data(), d.n, 0.0,
                            outs[t].data(), d.n);
   for (const auto& c : outs) check_close(c.data(), d.m, d.n, d.n, ref, scale, 0.0);
+}
+
+// The weight gradient's paths (core/kernels/gemm.cpp, gemm_tile.cpp): a
+// transposed A packed block by block when read for 16 panels or more (n >=
+// 16 panels on every target: 531 = 16 * 32 + 19 with AVX-512's panels of 32,
+// 33 panels of 16 with AVX2's), and a transposed A with at most 256 rows sent
+// to the kernel even when n and k are both over 1024 (1100 x 1030). Row
+// counts that are not multiples of any tile (37, 19, 150 past the row block
+// of 128), depths past one block (300, 1030). Every transpose, both dtypes;
+// against the naive loop with a tolerance of k units in the last place of
+// the sum of |a b| (the bound for any order of summation); and one thread
+// and two give the same bits.
+TEMPLATE_TEST_CASE("gemm: the weight gradient's paths, every transpose, one and two threads alike",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  const int before = sg::num_threads();
+  const std::vector<Dims> shapes = {{37, 531, 300}, {19, 1100, 1030}, {150, 531, 270}, {5, 7, 3}};
+  for (const Dims& d : shapes)
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const auto [m, n, k] = d;
+      INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb);
+      const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+      const auto a = random_values<T>(m * k, 31), b = random_values<T>(k * n, 32);
+      std::vector<double> ref, scale;
+      naive_gemm(ta, tb, m, n, k, 1.0, a.data(), lda, b.data(), ldb, 0.0,
+                 static_cast<const T*>(nullptr), n, ref, scale);
+      std::vector<T> one(m * n, std::numeric_limits<T>::quiet_NaN()), two = one;
+      sg::set_num_threads(1);
+      sg::kernel::gemm<T>(ta, tb, m, n, k, T(1), a.data(), lda, b.data(), ldb, T(0), one.data(), n);
+      sg::set_num_threads(2);
+      sg::kernel::gemm<T>(ta, tb, m, n, k, T(1), a.data(), lda, b.data(), ldb, T(0), two.data(), n);
+      const double ulp = std::numeric_limits<T>::epsilon();
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double err = std::abs(double(one[i]) - ref[i]);
+        if (!(err <= double(k) * ulp * scale[i] + 1e-300)) {
+          INFO("element " << i << ": got " << one[i] << ", want " << ref[i]);
+          REQUIRE(err <= double(k) * ulp * scale[i]);
+        }
+      }
+      // Bitwise, so that NaN in both (or a different rounding) fails too.
+      REQUIRE(std::memcmp(one.data(), two.data(), one.size() * sizeof(T)) == 0);
+    }
+  sg::set_num_threads(before);
+}
+
+// Attention's per-head products as autograd/ops/head_products.cpp runs them
+// (heads read in place from (B, T, heads * d), scores (B * heads, T, T)), at
+// odd sizes: T = 13 and d = 5 fill no tile or vector; T = 70, d = 24 go past
+// the tiny path's depth of 32. One thread and two give the same bits.
+TEMPLATE_TEST_CASE("gemm_grid: attention's three kinds of product at odd sizes, one and two threads alike",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  const int before = sg::num_threads();
+  struct Heads {
+    int64_t batch, seq, heads, d;
+  };
+  for (const Heads e : {Heads{3, 13, 2, 5}, Heads{2, 70, 3, 24}}) {
+    const int64_t S = e.seq, d = e.d, hd = e.heads * d, count = e.batch * e.heads;
+    const auto x = random_values<T>(e.batch * S * hd, 41), w = random_values<T>(count * S * S, 42);
+    const sg::kernel::GridStrides cols{S * hd, d}, square{e.heads * S * S, S * S};
+    struct Kind {
+      bool ta, tb;
+      int64_t m, n, k;
+      const T* a;
+      int64_t lda;
+      sg::kernel::GridStrides sa;
+      int64_t ldb;
+      sg::kernel::GridStrides sb;
+      int64_t ldc, out_size;
+      sg::kernel::GridStrides sc;
+    };
+    // q.k^T (NT), w.v (NN), w^T.g (TN); B is always x's heads.
+    const Kind kinds[] = {
+        {false, true, S, S, d, x.data(), hd, cols, hd, cols, S, count * S * S, square},
+        {false, false, S, d, S, w.data(), S, square, hd, cols, hd, e.batch * S * hd, cols},
+        {true, false, S, d, S, w.data(), S, square, hd, cols, hd, e.batch * S * hd, cols},
+    };
+    for (const Kind& kd : kinds) {
+      INFO("T=" << S << " d=" << d << " ta=" << kd.ta << " tb=" << kd.tb);
+      std::vector<T> one(kd.out_size, std::numeric_limits<T>::quiet_NaN()), two = one;
+      for (auto [threads, out] : {std::pair{1, &one}, std::pair{2, &two}}) {
+        sg::set_num_threads(threads);
+        sg::kernel::gemm_grid<T>(kd.ta, kd.tb, kd.m, kd.n, kd.k, T(1), kd.a, kd.lda, kd.sa, x.data(),
+                                 kd.ldb, kd.sb, T(0), out->data(), kd.ldc, kd.sc, e.batch, e.heads);
+      }
+      REQUIRE(std::memcmp(one.data(), two.data(), one.size() * sizeof(T)) == 0);
+      const double ulp = std::numeric_limits<T>::epsilon();
+      for (int64_t o = 0; o < e.batch; ++o)
+        for (int64_t h = 0; h < e.heads; ++h) {
+          const T* pa = kd.a + o * kd.sa.outer + h * kd.sa.inner;
+          const T* pb = x.data() + o * kd.sb.outer + h * kd.sb.inner;
+          const T* pc = one.data() + o * kd.sc.outer + h * kd.sc.inner;
+          std::vector<double> ref, scale;
+          naive_gemm(kd.ta, kd.tb, kd.m, kd.n, kd.k, 1.0, pa, kd.lda, pb, kd.ldb, 0.0,
+                     static_cast<const T*>(nullptr), kd.n, ref, scale);
+          for (int64_t i = 0; i < kd.m; ++i)
+            for (int64_t j = 0; j < kd.n; ++j) {
+              const double err = std::abs(double(pc[i * kd.ldc + j]) - ref[i * kd.n + j]);
+              if (!(err <= double(kd.k) * ulp * scale[i * kd.n + j] + 1e-300)) {
+                INFO("product (" << o << ", " << h << ") element (" << i << ", " << j << "): got "
+                                 << pc[i * kd.ldc + j] << ", want " << ref[i * kd.n + j]);
+                REQUIRE(err <= double(kd.k) * ulp * scale[i * kd.n + j]);
+              }
+            }
+        }
+    }
+  }
+  sg::set_num_threads(before);
 }
 
 // ---------------------------------------------------------------- matmul
