@@ -98,6 +98,75 @@ def stub_message(number, what, path):
     return f"assignment {number} not written yet: {function_of(what)} in {path} (see {where})"
 
 
+NOT_A_TYPE = {"return", "case", "else", "new", "delete", "throw", "goto", "co_return", "co_yield", "typename",
+              "using", "namespace", "class", "struct", "enum", "template", "operator", "sizeof", "do"}
+
+
+def _code(line):
+    return re.sub(r'"(\\.|[^"\\])*"|//.*', "", line)
+
+
+def enclosing_block(lines, begin, end):
+    """(first, last, lambda_header) around the region on lines begin..end: the
+    function holding it (its signature's first line, its closing line), or,
+    when the region is inside a lambda, that lambda's header (captures and
+    parameters) and the line that closes it."""
+    stack = []  # the lines of the braces open at `begin`
+    for i in range(begin):
+        for ch in _code(lines[i]):
+            if ch == "{":
+                stack.append(i)
+            elif ch == "}" and stack:
+                stack.pop()
+    opener = None
+    for i in reversed(stack):
+        if re.search(r"\]\s*\(", _code(lines[i])):
+            opener = i
+            break
+    header = None
+    if opener is not None:
+        code = _code(lines[opener])
+        header = code[code.rindex("[", 0, re.search(r"\]\s*\(", code).start() + 1):]
+        first = opener
+    else:
+        outer = [i for i in stack if not re.match(r"\s*(namespace|extern|class|struct)\b", lines[i])]
+        first = outer[0] if outer else 0
+        while first > 0 and lines[first - 1].strip() and not _code(lines[first - 1]).rstrip().endswith((";", "}", "{")) \
+                and not lines[first - 1].lstrip().startswith(("//", "#")):
+            first -= 1  # the signature's earlier lines
+        opener = outer[0] if outer else None
+    # The line that closes the opener: as deep as the region's block, one up.
+    depth, last = len([i for i in stack if opener is None or i >= opener]), len(lines) - 1
+    for i in range(end + 1, len(lines)):
+        for ch in _code(lines[i]):
+            depth += (ch == "{") - (ch == "}")
+        if depth <= 0:
+            last = i
+            break
+    return first, last, header
+
+
+def unused_after_stub(lines, begin, end):
+    """The parameters and locals declared before a region that only the region
+    uses: the stub names them in `(void)x;` so that no unused-variable or
+    unused-parameter warning appears in a file the student has not touched yet."""
+    first, last, header = enclosing_block(lines, begin, end)
+    before = header if header is not None else "\n".join(_code(l) for l in lines[first:begin])
+    region = "\n".join(_code(l) for l in lines[begin + 1:end])
+    after = "\n".join(_code(l) for l in lines[end + 1:last + 1])
+    captures = set()
+    if header is not None:  # [a, b, q = out.detach()](...): the names captured
+        captures = {m.group(1) for m in re.finditer(r"(?:^|,)\s*[&=]?\s*(\w+)", header[1:header.index("]")])}
+    names = []
+    for name in dict.fromkeys(re.findall(r"\b[A-Za-z_]\w*\b", region)):
+        declared = name in captures or any(
+            m.group(1) not in NOT_A_TYPE for m in
+            re.finditer(r"(\w[\w:<>]*)\s*[&*]*\s+(?:__restrict\s+)?" + name + r"\s*(?:[=,)\[{;]|$)", before, re.M))
+        if declared and not re.search(r"\b" + name + r"\b", after):
+            names.append(name)
+    return names
+
+
 def stubbed(text, path, handed_out):
     """The file with the handed-out regions replaced by stubs and the other markers removed."""
     lines = text.split("\n")
@@ -109,10 +178,12 @@ def stubbed(text, path, handed_out):
         out.extend(lines[pos:begin])
         if number in handed_out:
             msg = stub_message(number, what, path).replace("\\", "\\\\").replace('"', '\\"')
+            unused = unused_after_stub(lines, begin, end)
             out += [lines[begin],
-                    f"{indent}// Your code here. Until it is written this throws:",
-                    f'{indent}::sg::fail("{msg}");',
-                    lines[end]]
+                    f"{indent}// Your code here. Until it is written this throws:"]
+            if unused:
+                out.append(f"{indent}" + " ".join(f"(void){n};" for n in unused) + "  // what your code will use")
+            out += [f'{indent}::sg::fail("{msg}");', lines[end]]
         else:
             out.extend(lines[begin + 1:end])
         pos = end + 1
