@@ -668,6 +668,10 @@ def cmd_self_check(args):
                                     + ("passes" if ok else f"fails without a stub message: {msg}"))
                 if n not in handed and not ok:
                     problems.append(f"assignment {n} not handed out, but '{name}' fails: {msg}")
+        # The stubs compile without warnings (the library's own flags,
+        # -Wall -Wextra; ccache replays a cached compiler's warnings too).
+        problems += [f"warning in a stubbed tree: {line.strip()}" for line in log.read_text().split("\n")
+                     if "warning:" in line]
         if problems:
             for p in problems:
                 say("  " + p)
@@ -707,8 +711,17 @@ def check_public_suite(handed, scratch, args):
             say(f"  public test '{name}' fails without a stub message")
         raise KitError(f"public suite against the student library: {len(wrong)} tests fail for another reason; "
                        f"stub messages seen for assignments {sorted(hit)}, handed out {handed}")
+    # `ctest -L aN` (the labels of tests/CMakeLists.txt) runs assignment N's
+    # public tests: some of them fail with that assignment's stub message.
+    for n in handed:
+        listed = subprocess.run(["ctest", "--test-dir", str(build), "-N", "-L", f"^a{n}$"], capture_output=True,
+                                text=True).stdout
+        labelled = set(re.findall(r"Test +#\d+: (.*)", listed))
+        if not any(name in labelled and f"assignment {n} not written yet" in out for name, out in failing):
+            raise KitError(f"ctest -L a{n} lists {len(labelled)} public tests, and none fails with assignment "
+                           f"{n}'s stub message: the label does not reach the assignment's tests")
     say(f"public suite against the student library: {len(failing)} tests fail, all with stub messages "
-        f"(assignments {sorted(hit)}) ({time.time() - start:.0f} s)")
+        f"(assignments {sorted(hit)}); ctest -L aN runs failing tests of each ({time.time() - start:.0f} s)")
 
 
 # ---------------------------------------------------------------- summary
