@@ -6,7 +6,9 @@
 #   LABELS  "file=aN" items: a test file under tests/ and the label of an
 #           assignment that marks a region in the library file it mirrors
 # The test names come from --list-test-names-only (exact, as the discovery
-# uses them) and each test's file from the verbose listing, in the same order.
+# uses them) and each test's file from the verbose listing, in the same order
+# (the files' paths are relative there, tests/...: tests/CMakeLists.txt
+# compiles the tests with -fmacro-prefix-map, so that no path is wrapped).
 set(EXE "@label_exe@")
 set(LABELS "@label_map@")
 if(NOT EXISTS "${EXE}" OR NOT LABELS)
@@ -23,7 +25,7 @@ string(REPLACE ";" "@SEMI@" long_out "${long_out}")
 string(REPLACE "\n" ";" long_lines "${long_out}")
 set(files "")
 foreach(line IN LISTS long_lines)
-  if(line MATCHES "^    (/.*/tests/.*\\.cpp):[0-9]+$")
+  if(line MATCHES "^    (.*tests/.*\\.cpp):[0-9]+$")
     list(APPEND files "${CMAKE_MATCH_1}")
   endif()
 endforeach()
@@ -41,7 +43,7 @@ foreach(i RANGE ${last})
     string(REPLACE "=" ";" pair "${item}")
     list(GET pair 0 mapped)
     list(GET pair 1 label)
-    if(file MATCHES "/tests/${mapped}$")
+    if(file MATCHES "(^|/)tests/${mapped}$")
       list(APPEND labels ${label})
     endif()
   endforeach()
