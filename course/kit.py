@@ -849,11 +849,11 @@ td.full {{ background: #d8efdc; }} td.part {{ background: #fbefc8; }} td.zero {{
 {"".join(rows)}
 </table>
 <h2>Tests that fail most</h2>
-<table><tr><th>#</th><th>hidden test (and its most common first failure)</th><th>pass</th><th></th></tr>
+<table><tr><th>#</th><th>hidden test (and its most common first failure)</th><th>pass / ran</th><th></th></tr>
 {worst_rows}
 </table>
 <h2>Every hidden test</h2>
-<table><tr><th>#</th><th>hidden test</th><th>pass</th><th></th></tr>
+<table><tr><th>#</th><th>hidden test</th><th>pass / ran</th><th></th></tr>
 {per_test}
 </table>
 <h2>Per student</h2>

@@ -3,7 +3,7 @@
 
     course/test_summary.py WORK_FOLDER
 
-Writes four students' grades (nested folders, one of them a level deeper,
+Writes four students' grades with the grader's own write_grade (nested folders, one a level deeper,
 one with an assignment that did not build), makes the page and checks its
 numbers; then bad input: no grade.json (status 1, one line), a malformed
 one (status 1, naming the file), a usage error (status 2). Last, the page
@@ -11,7 +11,6 @@ in headless Chromium (Debian's chromium; scripts/setup.sh installs it): the
 rendered DOM holds the tables, and a screenshot is saved next to the page.
 The page must reference nothing outside itself (no network).
 """
-import json
 import re
 import shutil
 import subprocess
@@ -28,21 +27,21 @@ def fail(msg):
 
 
 def grade(path, tests_by_assignment, error=None):
-    """A grade.json as write_grade makes it: {number: (name, [passed...])}."""
-    doc = {"tree": f"/submissions/{path.parent.name}", "assignments": []}
-    for num, (name, passed) in sorted(tests_by_assignment.items()):
-        a = {"number": num, "name": name, "points": 0 if error == num else sum(passed), "max_points": len(passed),
-             "tests": [] if error == num else
-             [{"name": f"{num}.{k + 1} test {k + 1} of {name}", "passed": ok,
-               "message": "" if ok else f"test_hidden.cpp:{10 + k}: threw: assignment {num} wrong [context]"}
-              for k, ok in enumerate(passed)]}
-        if error == num:
-            a["error"] = "the hidden tests did not build against this library: see build.log"
-        doc["assignments"].append(a)
-    doc["points"] = sum(a["points"] for a in doc["assignments"])
-    doc["max_points"] = sum(a["max_points"] for a in doc["assignments"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2))
+    """A grade.json written by the grader's own write_grade: {number: (name, [passed...])}."""
+    sys.path.insert(0, str(ROOT / "course"))
+    import kit
+    results = {}
+    for num, (name, passed) in tests_by_assignment.items():
+        folder = path.parent.parent / ".assignments" / name  # its hidden/ gives max_points
+        (folder / "hidden").mkdir(parents=True, exist_ok=True)
+        (folder / "hidden" / "test_hidden.cpp").write_text("".join(f'TEST_CASE("{k}") {{}}\n' for k in range(len(passed))))
+        tests = [] if error == num else [
+            (f"{num}.{k + 1} test {k + 1} of {name}", ok,
+             "" if ok else f"test_hidden.cpp:{10 + k}: threw: assignment {num} wrong [context]")
+            for k, ok in enumerate(passed)]
+        results[num] = (folder, tests, "the hidden tests did not build against this library: see build.log"
+                        if error == num else None)
+    kit.write_grade(results, path.parent, f"/submissions/{path.parent.name}")
 
 
 def run(args, expect):
