@@ -3,9 +3,9 @@
 
     course/test_summary.py WORK_FOLDER
 
-Writes four students' grades with the grader's own write_grade (nested folders, one a level deeper,
-one with an assignment that did not build), makes the page and checks its
-numbers; then bad input: no grade.json (status 1, one line), a malformed
+Writes four students' grades with the grader's own write_grade (nested
+folders, one a level deeper, one with an assignment that did not build),
+makes the page and checks its numbers; then bad input: no grade.json (status 1, one line), a malformed
 one (status 1, naming the file), a usage error (status 2). Last, the page
 in headless Chromium (Debian's chromium; scripts/setup.sh installs it): the
 rendered DOM holds the tables, and a screenshot is saved next to the page.
