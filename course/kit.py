@@ -29,10 +29,19 @@ ROOT = Path(__file__).resolve().parent.parent  # the kit's (instructor's) checko
 COURSE = ROOT / "course"
 BEGIN = re.compile(r"^(\s*)// BEGIN ASSIGNMENT (\d+): (.+?)\s*$")
 END = re.compile(r"^(\s*)// END ASSIGNMENT (\d+)\s*$")
-# What a student tree never gets: the hidden tests, the planted bugs, the
-# grader and the instructor's guide (which shows a planted bug).
-INSTRUCTOR_ONLY = re.compile(r"^(course/[^/]+/(hidden|bugs)/|course/kit\.py$|course/CMakeLists\.txt$|course/hidden_util\.hpp$|"
-                             r"scripts/course\.sh$|docs/course\.md$)")
+# What a student tree never gets: everything under course/ but the READMEs
+# (the hidden tests, the planted bugs, the grader and its tests), the kit's
+# command and the instructor's guide (which shows a planted bug).
+INSTRUCTOR_ONLY = re.compile(r"^(course/(?!README\.md$)(?![^/]+/README\.md$)|scripts/course\.sh$|docs/course\.md$)")
+# Text that only one of the two trees has, in any file (README.md,
+# scripts/test.sh, ...): a block between lines holding "BEGIN INSTRUCTOR
+# ONLY" and "END INSTRUCTOR ONLY", or one line ending in a comment
+# "instructor only", is left out of the student tree; a block between "BEGIN
+# STUDENT ONLY" and "END STUDENT ONLY" lines (inside an HTML comment in
+# Markdown), or a comment line "student only: TEXT", appears only there (as
+# TEXT), with {{first}} and {{assignments}} replaced by the handed-out numbers.
+INSTRUCTOR_LINE = re.compile(r"\s*(<!--|#|//)\s*instructor only\s*(-->)?\s*$")
+STUDENT_LINE = re.compile(r"^(\s*)(?:<!--|#|//)\s*student only: ?(.*?)\s*(?:-->)?\s*$")
 # The library's sources, which grading takes from the student's tree.
 LIBRARY_DIRS = ("core", "autograd", "nn", "optim", "checkpoint", "parallel", "decoding", "text", "study")
 
@@ -98,6 +107,75 @@ def stub_message(number, what, path):
     return f"assignment {number} not written yet: {function_of(what)} in {path} (see {where})"
 
 
+NOT_A_TYPE = {"return", "case", "else", "new", "delete", "throw", "goto", "co_return", "co_yield", "typename",
+              "using", "namespace", "class", "struct", "enum", "template", "operator", "sizeof", "do"}
+
+
+def _code(line):
+    return re.sub(r'"(\\.|[^"\\])*"|//.*', "", line)
+
+
+def enclosing_block(lines, begin, end):
+    """(first, last, lambda_header) around the region on lines begin..end: the
+    function holding it (its signature's first line, its closing line), or,
+    when the region is inside a lambda, that lambda's header (captures and
+    parameters) and the line that closes it."""
+    stack = []  # the lines of the braces open at `begin`
+    for i in range(begin):
+        for ch in _code(lines[i]):
+            if ch == "{":
+                stack.append(i)
+            elif ch == "}" and stack:
+                stack.pop()
+    opener = None
+    for i in reversed(stack):
+        if re.search(r"\]\s*\(", _code(lines[i])):
+            opener = i
+            break
+    header = None
+    if opener is not None:
+        code = _code(lines[opener])
+        header = code[code.rindex("[", 0, re.search(r"\]\s*\(", code).start() + 1):]
+        first = opener
+    else:
+        outer = [i for i in stack if not re.match(r"\s*(namespace|extern|class|struct)\b", lines[i])]
+        first = outer[0] if outer else 0
+        while first > 0 and lines[first - 1].strip() and not _code(lines[first - 1]).rstrip().endswith((";", "}", "{")) \
+                and not lines[first - 1].lstrip().startswith(("//", "#")):
+            first -= 1  # the signature's earlier lines
+        opener = outer[0] if outer else None
+    # The line that closes the opener: as deep as the region's block, one up.
+    depth, last = len([i for i in stack if opener is None or i >= opener]), len(lines) - 1
+    for i in range(end + 1, len(lines)):
+        for ch in _code(lines[i]):
+            depth += (ch == "{") - (ch == "}")
+        if depth <= 0:
+            last = i
+            break
+    return first, last, header
+
+
+def unused_after_stub(lines, begin, end):
+    """The parameters and locals declared before a region that only the region
+    uses: the stub names them in `(void)x;` so that no unused-variable or
+    unused-parameter warning appears in a file the student has not touched yet."""
+    first, last, header = enclosing_block(lines, begin, end)
+    before = header if header is not None else "\n".join(_code(l) for l in lines[first:begin])
+    region = "\n".join(_code(l) for l in lines[begin + 1:end])
+    after = "\n".join(_code(l) for l in lines[end + 1:last + 1])
+    captures = set()
+    if header is not None:  # [a, b, q = out.detach()](...): the names captured
+        captures = {m.group(1) for m in re.finditer(r"(?:^|,)\s*[&=]?\s*(\w+)", header[1:header.index("]")])}
+    names = []
+    for name in dict.fromkeys(re.findall(r"\b[A-Za-z_]\w*\b", region)):
+        declared = name in captures or any(
+            m.group(1) not in NOT_A_TYPE for m in
+            re.finditer(r"(\w[\w:<>]*)\s*[&*]*\s+(?:__restrict\s+)?" + name + r"\s*(?:[=,)\[{;]|$)", before, re.M))
+        if declared and not re.search(r"\b" + name + r"\b", after):
+            names.append(name)
+    return names
+
+
 def stubbed(text, path, handed_out):
     """The file with the handed-out regions replaced by stubs and the other markers removed."""
     lines = text.split("\n")
@@ -109,15 +187,71 @@ def stubbed(text, path, handed_out):
         out.extend(lines[pos:begin])
         if number in handed_out:
             msg = stub_message(number, what, path).replace("\\", "\\\\").replace('"', '\\"')
+            unused = unused_after_stub(lines, begin, end)
             out += [lines[begin],
-                    f"{indent}// Your code here. Until it is written this throws:",
-                    f'{indent}::sg::fail("{msg}");',
-                    lines[end]]
+                    f"{indent}// Your code here. Until it is written this throws:"]
+            if unused:
+                out.append(f"{indent}" + " ".join(f"(void){n};" for n in unused) + "  // what your code will use")
+            out += [f'{indent}::sg::fail("{msg}");', lines[end]]
         else:
             out.extend(lines[begin + 1:end])
         pos = end + 1
     out.extend(lines[pos:])
     return "\n".join(out)
+
+
+def for_students(text, path, handed_out):
+    """The text of a file as the student tree has it (see INSTRUCTOR_LINE)."""
+    if not re.search(r"(?i)(instructor|student) only", text):
+        return text
+    out, block = [], None
+    for i, line in enumerate(text.split("\n")):
+        for kind in ("INSTRUCTOR", "STUDENT"):
+            if f"BEGIN {kind} ONLY" in line:
+                if block:
+                    raise KitError(f"{path}:{i + 1}: BEGIN {kind} ONLY inside a {block} ONLY block")
+                block = kind
+                break
+            if f"END {kind} ONLY" in line:
+                if block != kind:
+                    raise KitError(f"{path}:{i + 1}: END {kind} ONLY without its BEGIN")
+                block = None
+                break
+        else:
+            if block == "INSTRUCTOR" or INSTRUCTOR_LINE.search(line):
+                continue
+            m = STUDENT_LINE.match(line)
+            out.append(m.group(1) + m.group(2) if m else line)
+    if block:
+        raise KitError(f"{path}: BEGIN {block} ONLY is never closed")
+    return ("\n".join(out).replace("{{first}}", str(min(handed_out)))
+            .replace("{{assignments}}", ", ".join(map(str, handed_out))))
+
+
+def names_of_missing_files(tree, stripped):
+    """[(file, line, name)]: the places in the student tree's text files that
+    name a file or folder the tree does not have (stripped: paths relative to
+    the root of the instructor's tree)."""
+    names = set()
+    for rel in stripped:
+        names.add(rel)
+        m = re.match(r"^(course/[^/]+/(hidden|bugs))/", rel)
+        if m:
+            names.add(m.group(1))
+    names = {n for n in names if not (tree / n).exists()}
+    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
+    found = []
+    for p in sorted(tree.rglob("*")):
+        if not p.is_file():
+            continue
+        try:
+            text = p.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for i, line in enumerate(text.split("\n")):
+            for m in pattern.finditer(line):
+                found.append((p.relative_to(tree).as_posix(), i + 1, m.group(0)))
+    return found
 
 
 def tracked_files(root):
@@ -154,20 +288,35 @@ def cmd_make(args):
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
     try:
-        count = 0
+        count, stripped = 0, []
         for rel in tracked_files(ROOT):
-            if INSTRUCTOR_ONLY.match(rel):
-                continue
             m = re.match(r"^course/(\d\d)-[^/]+/", rel)
-            if m and int(m.group(1)) not in chosen:
-                continue  # only the handed-out assignments' READMEs
+            if INSTRUCTOR_ONLY.match(rel) or (m and int(m.group(1)) not in chosen):
+                stripped.append(rel)  # only the handed-out assignments' READMEs
+                continue
             src, dst = ROOT / rel, tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             if rel.startswith(LIBRARY_DIRS) and rel.endswith((".cpp", ".hpp")):
                 dst.write_text(stubbed(src.read_text(), rel, chosen))
             else:
-                shutil.copy2(src, dst)
+                try:
+                    text = src.read_text()
+                except UnicodeDecodeError:
+                    text = None
+                student = text if text is None else for_students(text, rel, chosen)
+                if student is None or student == text:
+                    shutil.copy2(src, dst)
+                else:
+                    dst.write_text(student)
+                    shutil.copymode(src, dst)
             count += 1
+        # Nothing in the tree may send a student to a file it does not have.
+        missing = names_of_missing_files(tmp, stripped)
+        if missing:
+            for path, line, name in missing[:20]:
+                say(f"  {path}:{line} names {name}")
+            raise KitError(f"the student tree names {len(missing)} times files it does not have (above): mark "
+                           "those lines 'instructor only' (see for_students in course/kit.py)")
         if out.exists():
             out.rmdir()
         tmp.rename(out)
@@ -519,6 +668,10 @@ def cmd_self_check(args):
                                     + ("passes" if ok else f"fails without a stub message: {msg}"))
                 if n not in handed and not ok:
                     problems.append(f"assignment {n} not handed out, but '{name}' fails: {msg}")
+        # The stubs compile without warnings (the library's own flags,
+        # -Wall -Wextra; ccache replays a cached compiler's warnings too).
+        problems += [f"warning in a stubbed tree: {line.strip()}" for line in log.read_text().split("\n")
+                     if "warning:" in line]
         if problems:
             for p in problems:
                 say("  " + p)
@@ -558,8 +711,168 @@ def check_public_suite(handed, scratch, args):
             say(f"  public test '{name}' fails without a stub message")
         raise KitError(f"public suite against the student library: {len(wrong)} tests fail for another reason; "
                        f"stub messages seen for assignments {sorted(hit)}, handed out {handed}")
+    # `ctest -L aN` (the labels of tests/CMakeLists.txt) runs assignment N's
+    # public tests: some of them fail with that assignment's stub message.
+    for n in handed:
+        listed = subprocess.run(["ctest", "--test-dir", str(build), "-N", "-L", f"^a{n}$"], capture_output=True,
+                                text=True).stdout
+        labelled = set(re.findall(r"Test +#\d+: (.*)", listed))
+        if not any(name in labelled and f"assignment {n} not written yet" in out for name, out in failing):
+            raise KitError(f"ctest -L a{n} lists {len(labelled)} public tests, and none fails with assignment "
+                           f"{n}'s stub message: the label does not reach the assignment's tests")
     say(f"public suite against the student library: {len(failing)} tests fail, all with stub messages "
-        f"(assignments {sorted(hit)}) ({time.time() - start:.0f} s)")
+        f"(assignments {sorted(hit)}); ctest -L aN runs failing tests of each ({time.time() - start:.0f} s)")
+
+
+# ---------------------------------------------------------------- summary
+
+def read_grades(folder):
+    """[(student, doc)] of every grade.json under folder (student: its
+    folder's path under `folder`), checked; a KitError names a bad file."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise KitError(f"{folder} is not a folder")
+    paths = sorted(folder.rglob("grade.json"))
+    if not paths:
+        raise KitError(f"no grade.json under {folder} (scripts/course.sh grade TREE --out {folder}/NAME writes one)")
+    out = []
+    for p in paths:
+        try:
+            doc = json.loads(p.read_text())
+            for a in doc["assignments"]:
+                int(a["number"]), str(a["name"]), int(a["points"]), int(a["max_points"])
+                for t in a["tests"]:
+                    str(t["name"]), bool(t["passed"]), str(t.get("message", ""))
+            int(doc["points"]), int(doc["max_points"])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+            kind = "not JSON" if isinstance(e, json.JSONDecodeError) else f"not a grade ({type(e).__name__}: {e})"
+            raise KitError(f"{p}: {kind}; grade.json files are written by scripts/course.sh grade")
+        rel = p.parent.relative_to(folder).as_posix()
+        out.append((rel if rel != "." else p.parent.name, doc))
+    return out
+
+
+def summarize(grades):
+    """The class's numbers: per assignment and per hidden test."""
+    assignments = {}
+    for student, doc in grades:
+        for a in doc["assignments"]:
+            e = assignments.setdefault(a["number"], {"name": a["name"], "max": a["max_points"], "points": {},
+                                                     "errors": 0, "tests": {}})
+            e["max"] = max(e["max"], a["max_points"])
+            e["points"][student] = a["points"]
+            e["errors"] += "error" in a
+            for t in a["tests"]:
+                r = e["tests"].setdefault(t["name"], {"passed": 0, "failed": 0, "messages": {}})
+                if t["passed"]:
+                    r["passed"] += 1
+                else:
+                    r["failed"] += 1
+                    first = (t.get("message") or "failed").split(" [")[0][:160]
+                    r["messages"][first] = r["messages"].get(first, 0) + 1
+    return assignments
+
+
+def summary_html(grades, title):
+    from html import escape as esc
+    assignments = summarize(grades)
+    n = len(grades)
+    totals = sorted(doc["points"] for _, doc in grades)
+    total_max = max(doc["max_points"] for _, doc in grades)
+
+    def bar(frac, cls=""):
+        return f'<span class="bar {cls}"><span style="width:{100 * frac:.1f}%"></span></span>'
+
+    def histogram(values, top):
+        counts = [values.count(v) for v in range(top + 1)]
+        peak = max(counts) or 1
+        cols = "".join(f'<div class="col" title="{c} student(s) with {v} point(s)"><span class="h" style="height:'
+                       f'{60 * c / peak:.0f}px"></span><span class="c">{c or ""}</span><span class="v">{v}</span></div>'
+                       for v, c in enumerate(counts))
+        return f'<div class="hist">{cols}</div>'
+
+    rows = []
+    for num in sorted(assignments):
+        a = assignments[num]
+        pts = list(a["points"].values())
+        full = sum(1 for p in pts if p == a["max"])
+        mean = sum(pts) / len(pts)
+        rows.append(f"<tr><td>{num}</td><td>{esc(a['name'])}</td><td>{len(pts)}</td>"
+                    f"<td>{full} {bar(full / len(pts), 'ok')}</td><td>{mean:.1f} / {a['max']}</td>"
+                    f"<td>{a['errors'] or ''}</td><td>{histogram(pts, a['max'])}</td></tr>")
+    tests = []
+    for num in sorted(assignments):
+        for name, r in assignments[num]["tests"].items():
+            tests.append((num, name, r))
+    worst = sorted((t for t in tests if t[2]["failed"]), key=lambda t: (-t[2]["failed"], t[0], t[1]))
+
+    def test_row(num, name, r):
+        ran = r["passed"] + r["failed"]
+        msg = max(r["messages"].items(), key=lambda kv: kv[1]) if r["messages"] else None
+        why = f'<div class="msg">{esc(msg[0])}{f" ({msg[1]} students)" if msg[1] > 1 else ""}</div>' if msg else ""
+        return (f"<tr><td>{num}</td><td>{esc(name)}{why}</td><td>{r['passed']} / {ran}</td>"
+                f"<td>{bar(r['passed'] / ran if ran else 0, 'ok')}</td></tr>")
+
+    per_test = "\n".join(test_row(*t) for t in tests)
+    worst_rows = "\n".join(test_row(*t) for t in worst[:10]) or '<tr><td colspan="4">every test passes for every student</td></tr>'
+    nums = sorted(assignments)
+    student_rows = "\n".join(
+        f"<tr><td>{esc(student)}</td><td>{doc['points']} / {doc['max_points']}</td>" + "".join(
+            (lambda a: f'<td class="{"full" if a and a["points"] == a["max_points"] else "part" if a and a["points"] else "zero"}">'
+                       + (f"{a['points']}" + (" (did not build)" if "error" in a else "") if a else "") + "</td>")(next((x for x in doc["assignments"] if x["number"] == k), None))
+            for k in nums) + "</tr>"
+        for student, doc in sorted(grades, key=lambda g: g[0]))
+    median = totals[len(totals) // 2] if len(totals) % 2 else (totals[len(totals) // 2 - 1] + totals[len(totals) // 2]) / 2
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1150px; }}
+h1 {{ font-size: 22px; }} h2 {{ font-size: 17px; margin-top: 28px; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }}
+th {{ background: #f3f3f3; }}
+.bar {{ display: inline-block; width: 110px; height: 10px; background: #f1d0d0; vertical-align: middle; }}
+.bar span {{ display: block; height: 100%; background: #4a9a5b; }}
+.msg {{ color: #8a3b3b; font-size: 12px; font-family: monospace; white-space: pre-wrap; }}
+.hist {{ display: flex; align-items: flex-end; gap: 2px; }}
+.col {{ display: flex; flex-direction: column; align-items: center; width: 22px; font-size: 11px; }}
+.col .h {{ width: 16px; background: #5b7fbf; }} .col .v {{ color: #666; }}
+td.full {{ background: #d8efdc; }} td.part {{ background: #fbefc8; }} td.zero {{ background: #f6d3d3; }}
+</style></head><body>
+<h1>{esc(title)}</h1>
+<p>{n} students; total points: median {median:g} of {total_max}, lowest {totals[0]}, highest {totals[-1]}.</p>
+<h2>Totals</h2>
+{histogram(totals, total_max)}
+<h2>Per assignment</h2>
+<table><tr><th>#</th><th>assignment</th><th>graded</th><th>full marks</th><th>mean points</th>
+<th>did not build</th><th>points (students per value)</th></tr>
+{"".join(rows)}
+</table>
+<h2>Tests that fail most</h2>
+<table><tr><th>#</th><th>hidden test (and its most common first failure)</th><th>pass / ran</th><th></th></tr>
+{worst_rows}
+</table>
+<h2>Every hidden test</h2>
+<table><tr><th>#</th><th>hidden test</th><th>pass / ran</th><th></th></tr>
+{per_test}
+</table>
+<h2>Per student</h2>
+<table><tr><th>student</th><th>total</th>{"".join(f"<th>{k}</th>" for k in nums)}</tr>
+{student_rows}
+</table>
+</body></html>
+"""
+
+
+def cmd_summary(args):
+    grades = read_grades(args.folder)
+    out = Path(args.out) if args.out else Path(args.folder) / "summary.html"
+    page = summary_html(grades, args.title or f"Class summary: {Path(args.folder).resolve().name}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    tmp.write_text(page)
+    tmp.replace(out)
+    say(f"summary of {len(grades)} grade.json files: {out.resolve()}")
 
 
 # ---------------------------------------------------------------- main
@@ -585,9 +898,14 @@ def main():
         if name == "self-check":
             s.add_argument("--public-build", help="the main build (build/release): its public suite is "
                                                   "run by ctest against each student tree's library too")
+    sm = sub.add_parser("summary", help="one offline HTML page from a folder of grade.json files (one per student)")
+    sm.add_argument("folder", help="the folder of grade.json files, FOLDER/NAME/grade.json at any depth")
+    sm.add_argument("--out", help="the page to write (default FOLDER/summary.html)")
+    sm.add_argument("--title")
     args = p.parse_args()
     try:
-        {"make": cmd_make, "grade": cmd_grade, "check-tests": cmd_check_tests, "self-check": cmd_self_check}[args.cmd](args)
+        {"make": cmd_make, "grade": cmd_grade, "check-tests": cmd_check_tests, "self-check": cmd_self_check,
+         "summary": cmd_summary}[args.cmd](args)
     except KitError as e:
         print(f"course.sh {args.cmd}: {e}", file=sys.stderr)
         return 1

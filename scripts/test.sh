@@ -8,9 +8,11 @@
 # Stages:
 #   release   the whole suite, this machine's CPU (examples, README commands, the
 #             reports in a headless browser, two MPI ranks)
+# BEGIN INSTRUCTOR ONLY
 #   course    the course kit's self-check: the reference passes every hidden test,
 #             every planted bug is caught, student trees fail exactly their
 #             assignments' tests (scripts/course.sh self-check; needs release)
+# END INSTRUCTOR ONLY
 #   asan      the whole suite under AddressSanitizer, UBSan and LeakSanitizer
 #   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3)
 #   sse42     the whole suite built for an SSE4.2 CPU without AVX (-march=x86-64-v2)
@@ -24,7 +26,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(release course asan avx2 sse42 tsan fuzz aarch64)
+all=(release course asan avx2 sse42 tsan fuzz aarch64)  # instructor only
+# student only: all=(release asan avx2 sse42 tsan fuzz aarch64)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do
@@ -39,7 +42,7 @@ for s in "${stages[@]}"; do
   status=0
   case $s in
     release | asan | avx2 | sse42 | tsan) scripts/setup.sh "$s" && ctest --preset "$s" || status=$? ;;
-    course) scripts/setup.sh release && scripts/course.sh self-check --public-build build/release || status=$? ;;
+    course) scripts/setup.sh release && scripts/course.sh self-check --public-build build/release || status=$? ;;  # instructor only
     fuzz) scripts/fuzz.sh 60 || status=$? ;;
     aarch64) scripts/cross-aarch64.sh || status=$? ;;
   esac

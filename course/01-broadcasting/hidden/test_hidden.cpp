@@ -153,3 +153,19 @@ TEST_CASE("1.8 kernel::sum_to refuses a shape the tensor was not broadcast from"
   // And a shape it was broadcast from is accepted.
   CHECK_NOTHROW(sg::kernel::sum_to(x, {3, 1}));
 }
+
+TEST_CASE("1.9 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a1][a1.9]") {
+  // div saves b and its output, not a: a backward that reads a again
+  // (-g a / b^2 with the changed a) is silently wrong.
+  const std::vector<std::pair<Shape, Shape>> pairs = {{{3, 4}, {4}}, {{2, 1, 3}, {4, 1}}};
+  uint64_t seed = 190;
+  for (const auto& [sa, sb] : pairs) {
+    std::vector<double> a = randoms(sa, ++seed), b = randoms(sb, ++seed);
+    for (auto& v : b) v += v >= 0 ? 1.5 : -1.5;
+    const std::string shapes = test_util::shape_str(sa) + " and " + test_util::shape_str(sb);
+    check_inplace_change("add of " + shapes, [](const Inputs& in) { return sg::add(in[0], in[1]); }, {a, b}, {sa, sb}, ++seed);
+    check_inplace_change("mul of " + shapes, [](const Inputs& in) { return sg::mul(in[0], in[1]); }, {a, b}, {sa, sb}, ++seed);
+    check_inplace_change("div of " + shapes, [](const Inputs& in) { return sg::div(in[0], in[1]); }, {a, b}, {sa, sb}, ++seed);
+  }
+}

@@ -194,3 +194,20 @@ TEST_CASE("2.6 linear gives gradients only to what requires them", "[a2][a2.6]")
   CHECK(x2.grad().shape() == Shape{3, 4});
   CHECK(!w2.grad().defined());
 }
+
+TEST_CASE("2.7 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a2][a2.7]") {
+  uint64_t seed = 270;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      const Shape sa = ta ? Shape{2, 4, 3} : Shape{2, 3, 4}, sb = tb ? Shape{5, 4} : Shape{4, 5};
+      check_inplace_change(std::string("matmul transpose_a ") + (ta ? "1" : "0") + " transpose_b " + (tb ? "1" : "0"),
+                           [ta, tb](const Inputs& in) { return sg::matmul(in[0], in[1], ta, tb); },
+                           {randoms(sa, ++seed), randoms(sb, ++seed)}, {sa, sb}, ++seed);
+    }
+  const Shape sx{2, 3, 4}, sw{5, 4}, sbias{5};
+  check_inplace_change("linear with bias", [](const Inputs& in) { return sg::linear(in[0], in[1], in[2]); },
+                       {randoms(sx, 280), randoms(sw, 281), randoms(sbias, 282)}, {sx, sw, sbias}, 283);
+  check_inplace_change("linear without bias", [](const Inputs& in) { return sg::linear(in[0], in[1]); },
+                       {randoms(sx, 284), randoms(sw, 285)}, {sx, sw}, 286);
+}

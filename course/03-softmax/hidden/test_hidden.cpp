@@ -197,3 +197,23 @@ TEST_CASE("3.7 masked_softmax refuses bad valid lengths naming them", "[a3][a3.7
   CHECK_THROWS_WITH(sg::masked_softmax(x, lens({1, 2, 3, 7, 1, 2}, {2, 3})), Contains("7"));
   CHECK_NOTHROW(sg::masked_softmax(x, lens({0, 4}, {2})));
 }
+
+TEST_CASE("3.8 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a3][a3.8]") {
+  const Shape s{2, 3, 5};
+  check_inplace_change("softmax", [](const Inputs& in) { return sg::softmax(in[0]); }, {randoms(s, 380, 2.0)}, {s}, 381);
+  check_inplace_change("log_softmax", [](const Inputs& in) { return sg::log_softmax(in[0]); }, {randoms(s, 382, 2.0)},
+                       {s}, 383);
+  const Tensor lens1 = sg::from_vector(std::vector<int64_t>{3, 5}, {2});
+  const Tensor lens2 = sg::from_vector(std::vector<int64_t>{1, 4, 2, 5, 0, 3}, {2, 3});
+  check_inplace_change("masked_softmax lens (2) scale 0.5",
+                       [&](const Inputs& in) { return sg::masked_softmax(in[0], lens1, false, 0.5); },
+                       {randoms(s, 384, 2.0)}, {s}, 385);
+  check_inplace_change("masked_softmax lens (2 3) causal",
+                       [&](const Inputs& in) { return sg::masked_softmax(in[0], lens2, true); },
+                       {randoms(s, 386, 2.0)}, {s}, 387);
+  const Shape wide{2, 16, 16};  // 16 keys, no valid lengths
+  check_inplace_change("masked_softmax 16 keys",
+                       [&](const Inputs& in) { return sg::masked_softmax(in[0], Tensor(), false, 0.25); },
+                       {randoms(wide, 388, 2.0)}, {wide}, 389);
+}

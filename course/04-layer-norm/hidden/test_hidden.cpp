@@ -138,3 +138,10 @@ TEST_CASE("4.5 layer_norm's parameter gradients add up over rows and calls", "[a
   }, {test_util::normal({4, 5}, 2401), test_util::normal({4, 5}, 2402), test_util::normal({5}, 2403),
       test_util::normal({5}, 2404)});
 }
+
+TEST_CASE("4.6 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a4][a4.6]") {
+  const Shape sx{3, 2, 6}, sp{6};
+  check_inplace_change("layer_norm", [](const Inputs& in) { return sg::layer_norm(in[0], in[1], in[2], 1e-3); },
+                       {randoms(sx, 460, 2.0), randoms(sp, 461), randoms(sp, 462)}, {sx, sp, sp}, 463);
+}

@@ -342,3 +342,50 @@ TEST_CASE("5.7 gradients of queries keys values and every parameter gradcheck in
     test_util::check_module("MultiHeadAttention " + describe(c), *mha, fn, x);
   }
 }
+
+TEST_CASE("5.8 in eval mode dropout is off on every call for every mask and train() turns it back on", "[a5][a5.8]") {
+  const std::vector<Case> cases = {{2, 3, 5, 8, 2, {4, 2}, false, false, true},
+                                   {2, 3, 5, 8, 2, {4, 2, 5, 1, 3, 5}, true, false, true},
+                                   {2, 4, 4, 8, 4, {3, 2}, false, true},
+                                   {2, 3, 3, 8, 2, {}, false, false, false, Positional::rotary}};
+  uint64_t seed = 590;
+  for (const Case& c : cases) {
+    INFO(describe(c) << " with dropout 0.5");
+    auto mha = layer(c, ++seed, sg::float64, 0.5);
+    const Inputs3 in = inputs(c, ++seed);
+    const Shape qs{c.batch, c.nq, c.hidden}, ks{c.batch, c.nk, c.hidden};
+    Tensor weights;
+    auto run = [&] {
+      return mha->forward(tensor(in.q, qs, sg::float64), tensor(in.k, ks, sg::float64), tensor(in.v, ks, sg::float64),
+                          lens_tensor(c), nullptr, &weights);
+    };
+    mha->eval();
+    const Expected want = naive(*mha, c, in.q, in.k, in.v);
+    for (int call = 0; call < 2; ++call) {
+      INFO("eval, call " << call + 1);
+      test_util::check_values<double>(run(), qs, want.out, 1e-10, 1e-12);
+      test_util::check_values<double>(weights, {c.batch, c.heads, c.nq, c.nk}, want.weights, 1e-10, 1e-12);
+    }
+    mha->train();
+    const auto trained = run().to_vector<double>();
+    double largest = 0;
+    for (size_t k = 0; k < trained.size(); ++k) largest = std::max(largest, std::fabs(trained[k] - want.out[k]));
+    INFO("training again: dropout 0.5 must change the output");
+    CHECK(largest > 1e-6);
+  }
+}
+
+TEST_CASE("5.9 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a5][a5.9]") {
+  const std::vector<Case> cases = {{2, 3, 4, 8, 2, {3, 1}}, {2, 3, 3, 8, 2, {2, 3}, false, true, true}};
+  uint64_t seed = 595;
+  for (const Case& c : cases) {
+    auto mha = layer(c, ++seed);
+    const Tensor lens = lens_tensor(c);
+    const Inputs3 in = inputs(c, ++seed);
+    const Shape qs{c.batch, c.nq, c.hidden}, ks{c.batch, c.nk, c.hidden};
+    check_inplace_change("MultiHeadAttention " + describe(c),
+                         [&](const Inputs& x) { return mha->forward(x[0], x[1], x[2], lens); }, {in.q, in.k, in.v},
+                         {qs, ks, ks}, ++seed);
+  }
+}

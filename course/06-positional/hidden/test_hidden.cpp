@@ -111,3 +111,61 @@ TEST_CASE("6.5 dropout follows the addition in training and not in eval", "[a6][
   CHECK(zeros > 150);
   CHECK(zeros < 362);
 }
+
+TEST_CASE("6.6 in eval mode both encodings add exactly on every call and train() turns dropout back on", "[a6][a6.6]") {
+  const int64_t d = 6, len = 12, offset = 3;
+  const Shape s{3, 7, d};
+  for (sg::DType dt : {sg::float32, sg::float64}) {
+    sg::nn::PositionalEncoding sinusoidal(d, 0.5, len);
+    sg::nn::LearnedPositionalEncoding learned(d, 0.5, len);
+    sinusoidal.to(dt);
+    learned.to(dt);
+    const std::vector<double> xv = randoms(s, 660);
+    const Tensor x = tensor(xv, s, dt);
+    for (int which = 0; which < 2; ++which) {
+      sg::nn::AddedPositions& pe = which == 0 ? static_cast<sg::nn::AddedPositions&>(sinusoidal) : learned;
+      INFO((which == 0 ? "PositionalEncoding" : "LearnedPositionalEncoding") << " in " << (dt == sg::float32 ? "float32" : "float64"));
+      // The rows [offset, offset + 7) of the table, from its own values.
+      const auto P = sg::kernel::to(pe.P, sg::float64).to_vector<double>();
+      std::vector<double> want(xv.size());
+      for (int64_t k = 0; k < count(s); ++k) {
+        const double xk = dt == sg::float32 ? static_cast<double>(static_cast<float>(xv[static_cast<size_t>(k)]))
+                                            : xv[static_cast<size_t>(k)];
+        want[static_cast<size_t>(k)] = xk + P[static_cast<size_t>((offset + (k / d) % 7) * d + k % d)];
+      }
+      pe.eval();
+      for (int call = 0; call < 2; ++call) {
+        INFO("eval, call " << call + 1);
+        const Tensor out = sg::kernel::to(pe.forward(x, offset), sg::float64);
+        test_util::check_values<double>(out, s, want, 1e-6, 1e-6);
+      }
+      pe.train();
+      const auto dropped = sg::kernel::to(pe.forward(x, offset), sg::float64).to_vector<double>();
+      int64_t zeros = 0;
+      for (size_t k = 0; k < dropped.size(); ++k) {
+        if (dropped[k] == 0.0) {
+          ++zeros;
+          continue;
+        }
+        INFO("training again, element " << k);
+        REQUIRE(std::fabs(dropped[k] - 2 * want[k]) <= 1e-5 * (1 + std::fabs(want[k])));
+      }
+      // 126 elements dropped with probability 1/2: between 30 and 96 with near certainty.
+      CHECK(zeros > 30);
+      CHECK(zeros < 96);
+    }
+  }
+}
+
+TEST_CASE("6.7 an input changed in place between forward and backward gives the version error or the forward's gradient",
+          "[a6][a6.7]") {
+  sg::nn::LearnedPositionalEncoding learned(4, 0.0, 9);
+  sg::nn::PositionalEncoding sinusoidal(4, 0.0, 9);
+  learned.to(sg::float64);
+  sinusoidal.to(sg::float64);
+  const Shape s{2, 3, 4};
+  check_inplace_change("LearnedPositionalEncoding at offset 5", [&](const Inputs& in) { return learned.forward(in[0], 5); },
+                       {randoms(s, 670)}, {s}, 671);
+  check_inplace_change("PositionalEncoding at offset 2", [&](const Inputs& in) { return sinusoidal.forward(in[0], 2); },
+                       {randoms(s, 672)}, {s}, 673);
+}

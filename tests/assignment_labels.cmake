@@ -1,0 +1,55 @@
+# Run by ctest (a TEST_INCLUDE_FILES script, after the Catch2 tests are
+# discovered): labels each public test with the course assignments whose
+# regions its test file checks, so that `ctest -L a3` runs assignment 3's
+# public tests. Configured by tests/CMakeLists.txt with
+#   EXE     the test program
+#   LABELS  "file=aN" items: a test file under tests/ and the label of an
+#           assignment that marks a region in the library file it mirrors
+# The test names come from --list-test-names-only (exact, as the discovery
+# uses them) and each test's file from the verbose listing, in the same order
+# (the files' paths are relative there, tests/...: tests/CMakeLists.txt
+# compiles the tests with -fmacro-prefix-map, so that no path is wrapped).
+set(EXE "@label_exe@")
+set(LABELS "@label_map@")
+if(NOT EXISTS "${EXE}" OR NOT LABELS)
+  return()
+endif()
+# (Catch2 2's listings exit with the number of tests listed, not 0.)
+execute_process(COMMAND "${EXE}" --list-test-names-only OUTPUT_VARIABLE names_out)
+execute_process(COMMAND "${EXE}" --list-tests --verbosity high OUTPUT_VARIABLE long_out)
+# Names may hold semicolons, CMake's list separator: held as @SEMI@ meanwhile.
+string(REPLACE ";" "@SEMI@" names_out "${names_out}")
+string(STRIP "${names_out}" names_out)  # no empty name at the end
+string(REPLACE "\n" ";" names "${names_out}")
+string(REPLACE ";" "@SEMI@" long_out "${long_out}")
+string(REPLACE "\n" ";" long_lines "${long_out}")
+set(files "")
+foreach(line IN LISTS long_lines)
+  if(line MATCHES "^    (.*tests/.*\\.cpp):[0-9]+$")
+    list(APPEND files "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+list(LENGTH names n_names)
+list(LENGTH files n_files)
+if(NOT n_names EQUAL n_files)
+  message(WARNING "assignment labels: ${n_names} test names but ${n_files} locations; tests not labelled")
+  return()
+endif()
+math(EXPR last "${n_names} - 1")
+foreach(i RANGE ${last})
+  list(GET files ${i} file)
+  set(labels "")
+  foreach(item IN LISTS LABELS)
+    string(REPLACE "=" ";" pair "${item}")
+    list(GET pair 0 mapped)
+    list(GET pair 1 label)
+    if(file MATCHES "(^|/)tests/${mapped}$")
+      list(APPEND labels ${label})
+    endif()
+  endforeach()
+  if(labels)
+    list(GET names ${i} name)
+    string(REPLACE "@SEMI@" ";" name "${name}")
+    set_tests_properties("${name}" PROPERTIES LABELS "${labels}")
+  endif()
+endforeach()
