@@ -71,9 +71,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
     refuse_int_division(a, detail::cat("an int64 tensor of shape ", b.shape()).c_str());
   Tensor out = kernel::div(a, b);
   // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -out/b
-  return record("div", out, {a, b}, {b, out}, [a, b, q = out.detach()](const Tensor& g) -> Grads {
+  return record("div", out, {a, b}, {b, out}, [a, b, va = a.version(), q = out.detach()](const Tensor& g) -> Grads {
     // BEGIN ASSIGNMENT 1: div's backward: dL/da = g / b and dL/db = -g a / b^2, each summed back to its input's shape
     if (grad_enabled()) {  // create_graph: -g a / b^2 from a and b (q, the saved output, has no history)
+      if (b.requires_grad()) check_version("div", "its numerator", a, va);  // read for dL/db; the op does not save it
       const Tensor g_over_b = div(g, b);
       return {a.requires_grad() ? sum_to(g_over_b, a.shape()) : Tensor(),
               b.requires_grad() ? sum_to(neg(mul(g_over_b, div(a, b))), b.shape()) : Tensor()};

@@ -182,6 +182,33 @@ TEST_CASE("ops that save only their output still refuse an input changed in plac
   }
 }
 
+TEST_CASE("div refuses a numerator changed in place before a create_graph backward that reads it",
+          "[autograd][second_order][versions]") {
+  // div saves b and its output: its first-order dL/db = -g q / b needs no a,
+  // but the composed form -g a / b^2 (q has no history) reads a again.
+  const Tensor a_leaf = make(std::vector<double>{0.5, 1.5, -2.0, 0.25, 1.0, 3.0}, {2, 3}).set_requires_grad();
+  const Tensor b = make(std::vector<double>{2.0, -4.0, 0.5}, {3}).set_requires_grad();
+  const auto weights = make(std::vector<double>{1, -2, 3, 0.5, -1, 2}, {2, 3});
+  {
+    Tensor a = a_leaf * 1.0;
+    const Tensor loss = sg::sum(sg::div(a, b) * weights);
+    sg::kernel::add_(a, sg::ones({2, 3}, sg::float64));
+    REQUIRE_THROWS_WITH(sg::grad(loss, {a_leaf, b}, Tensor(), {.create_graph = true}),
+                        Contains("'div' reads its numerator") && Contains("modified by an in-place operation"));
+  }
+  {  // first order: dL/db from the saved output, so the same change is fine and the gradient is the unchanged one
+    Tensor a = a_leaf * 1.0;
+    const Tensor loss = sg::sum(sg::div(a, b) * weights);
+    sg::kernel::add_(a, sg::ones({2, 3}, sg::float64));
+    const Tensor db = sg::grad(loss, {b})[0];
+    const std::vector<double> av{0.5, 1.5, -2.0, 0.25, 1.0, 3.0}, bv{2.0, -4.0, 0.5}, wv{1, -2, 3, 0.5, -1, 2};
+    std::vector<double> want(3, 0.0);
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i) want[j] -= wv[i * 3 + j] * av[i * 3 + j] / (bv[j] * bv[j]);
+    check_values<double>(db, {3}, want, 1e-14, 0);
+  }
+}
+
 TEST_CASE("a 100,000-op second-order graph computes and is freed without recursion", "[autograd][second_order][teardown]") {
   const int64_t live = sg::Node::live_count();
   constexpr int kChain = 100'000;
