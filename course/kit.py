@@ -553,7 +553,11 @@ def check_public_suite(handed, scratch, args):
             failing.append((case.get("name"), case.findtext("system-out") or ""))
     wrong = [name for name, out in failing if "not written yet" not in out]
     hit = {int(m) for _, out in failing for m in re.findall(r"assignment (\d+) not written yet", out)}
-    if wrong or not set(handed) <= hit:
+    # Assignment 0 is the engine: with it handed out, every backward and
+    # every NoGradGuard stops at its stub first, which can hide the stubs of
+    # the assignments that are backwards (a test stops at its first error).
+    need = {0} if 0 in handed else set(handed)
+    if wrong or not need <= hit:
         for name in wrong[:20]:
             say(f"  public test '{name}' fails without a stub message")
         raise KitError(f"public suite against the student library: {len(wrong)} tests fail for another reason; "

@@ -38,6 +38,13 @@ Tensor times(const Tensor& a, const Tensor& b) {
   });
 }
 
+// a * b, whose backward returns a gradient for both inputs, whether they
+// require grad or not (allowed: the engine must not keep one for a constant).
+Tensor lazy_times(const Tensor& a, const Tensor& b) {
+  return sg::record("lazy_times", kernel::mul(a, b), {a, b},
+                    [a, b](const Tensor& g) -> Grads { return {kernel::mul(g, b), kernel::mul(g, a)}; });
+}
+
 // a + b (same shapes). Its backward hands the very same tensor g to both
 // inputs, as the library's add does: a gradient slot can share its buffer.
 Tensor plus(const Tensor& a, const Tensor& b) {
@@ -364,7 +371,7 @@ TEST_CASE("0.6 retain_graph lets a pass run twice and the graph is freed by the 
     check<double>(sg::grad(y, {x}, g, true)[0], s, once, "grad through the retained graph");
     sg::backward(y, g);  // the last pass frees the graph as it goes
     check<double>(x.grad(), s, times_k(3), "third pass");
-    REQUIRE(sg::Node::live_count() == start + 1);  // y's node remains, holding nothing
+    REQUIRE(sg::Node::live_count() == start + 2);  // y's and h's own nodes remain, holding nothing
     REQUIRE_THROWS_AS(sg::backward(y, g), sg::Error);
     REQUIRE_THROWS_WITH(sg::backward(y, g), Contains("already freed") && Contains("retain_graph"));
     REQUIRE_THROWS_AS(sg::grad(y, {x}, g), sg::Error);
@@ -426,6 +433,13 @@ TEST_CASE("0.8 only leaves that require grad get a .grad: never constants or ten
     wf[i] = static_cast<long double>(as<float>(cv)[i]) * std::exp(static_cast<long double>(as<float>(xv)[i]));
   check<float>(xf.grad(), s, wf, "float32 x");
   REQUIRE_FALSE(cf.grad().defined());
+  // A backward that returns a gradient for a constant too: the constant keeps none.
+  Tensor x2 = leaf<double>(xv, s), c2 = constant<double>(cv, s);
+  sg::backward(lazy_times(c2, lazy_times(x2, c2)), constant<double>(gv, s));
+  std::vector<long double> w2(4);
+  for (size_t i = 0; i < 4; ++i) w2[i] = static_cast<long double>(gv[i]) * cv[i] * cv[i];
+  check<double>(x2.grad(), s, w2, "x2 in c x2 c");
+  REQUIRE_FALSE(c2.grad().defined());
 }
 
 TEST_CASE("0.9 NoGradGuard records nothing and nests and is restored after an exception", "[a0][a0.9]") {
