@@ -1,6 +1,8 @@
 // The backward engine: topological order from the output, each node's
 // backward once, gradient shapes checked against their inputs, gradients
-// summed into the leaves' .grad (backward) or returned (grad). Nodes are in
+// summed into the leaves' .grad (backward) or returned (grad). The heart of
+// it (topological_order, accumulate, send_gradients, release) is course
+// assignment 0 (course/00-engine/README.md). Nodes are in
 // autograd/node.cpp, record() in autograd/record.cpp, anomaly mode's checks
 // in autograd/anomaly.cpp.
 #include <algorithm>
@@ -58,36 +60,61 @@ void check_runnable(const Node& node, const Tensor& made, const std::vector<cons
   }
 }
 
-// Nodes reachable from output, each after every node that consumes its
-// output (reverse topological order), by an iterative depth-first search;
-// each node is checked (check_runnable) when first reached, so a pass that
-// cannot run throws before any backward has run.
-std::vector<std::shared_ptr<Node>> order_from(const Tensor& output) {
+// True when node can run its backward: not freed by an earlier pass, and
+// every tensor it saved still at the version it had when the op ran.
+bool runnable(const Node& node) {
+  if (node.released) return false;
+  for (const Node::Saved& s : node.saved)
+    if (s.storage->version.load(std::memory_order_relaxed) != s.version) return false;
+  return true;
+}
+
+// Throws, before any backward has run, if a node of `order` (output's graph,
+// output's node first) cannot run (check_runnable), naming the tensor the
+// node made and the ops on a path to it from the output: each node reached
+// from its first consumer in `order`.
+void check_graph(const Tensor& output, const std::vector<std::shared_ptr<Node>>& order) {
+  for (const auto& bad : order) {
+    if (runnable(*bad)) continue;
+    std::unordered_map<const Node*, std::pair<const Node*, const Tensor*>> from;  // node -> (consumer, tensor)
+    for (const auto& node : order)
+      for (const Tensor& in : node->inputs)
+        if (in.defined() && in.node()) from.try_emplace(in.node().get(), node.get(), &in);
+    std::vector<const Node*> path{bad.get()};
+    while (path.back() != output.node().get()) path.push_back(from.at(path.back()).first);
+    std::reverse(path.begin(), path.end());
+    check_runnable(*bad, bad == output.node() ? output : *from.at(bad.get()).second, path);
+  }
+}
+
+// Every node reachable from root through its inputs' nodes (in.node() of
+// each defined input that has one), each once, each before the nodes of its
+// inputs, so after every node that consumes its output: the order in which
+// the backwards run, root first (a reverse topological order: the reverse of
+// a depth-first search's post-order). Without recursion: a graph can be a
+// chain of 100,000 nodes (an RNN over a long sequence), deeper than any
+// thread's stack.
+std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+  // BEGIN ASSIGNMENT 0: topological_order: every node reachable from root once, each before its inputs' nodes, without recursion
   struct Frame {
     std::shared_ptr<Node> node;
-    size_t next;
+    size_t next;  // the next input to look at
   };
-  std::vector<std::shared_ptr<Node>> post;
-  std::unordered_set<Node*> seen{output.node().get()};
-  std::vector<Frame> stack{{output.node(), 0}};
-  std::vector<const Node*> path{output.node().get()};  // the stack's nodes
-  check_runnable(*output.node(), output, path);
+  std::vector<std::shared_ptr<Node>> post;  // each node after all of its inputs' nodes
+  std::unordered_set<Node*> seen{root.get()};
+  std::vector<Frame> stack{{root, 0}};
   while (!stack.empty()) {
     Frame& f = stack.back();
     if (f.next < f.node->inputs.size()) {
       const Tensor& in = f.node->inputs[f.next++];
-      if (in.defined() && in.node() && seen.insert(in.node().get()).second) {
-        path.push_back(in.node().get());
-        check_runnable(*in.node(), in, path);
-        stack.push_back({in.node(), 0});
-      }
+      if (in.defined() && in.node() && seen.insert(in.node().get()).second) stack.push_back({in.node(), 0});
     } else {
       post.push_back(std::move(f.node));
       stack.pop_back();
-      path.pop_back();
     }
   }
   return {post.rbegin(), post.rend()};
+  // END ASSIGNMENT 0
 }
 
 // True when nothing but `t` holds its buffer (no other handle, no view), and
@@ -97,21 +124,27 @@ bool owns_buffer(const Tensor& t) {
          t.impl()->storage->bytes == t.nbytes();
 }
 
-// Sums g into a gradient slot. In place when nothing else holds the slot's
-// buffer (no other handle to it, no view of it); out of place otherwise,
-// since the slot may share its buffer with another tensor (add's backward
-// hands the same gradient to both inputs, reshape's returns a view).
-// Under create_graph the sum is the recorded op sg::add, out of place, so
-// that the summed gradient keeps both parts' histories.
+// Sums g into a gradient slot (a node's sum of the gradients of its output,
+// or a leaf's in LeafGrads): g itself into an empty slot; else in place when
+// nothing else holds the slot's buffer (no other handle to it, no view of
+// it); out of place otherwise, since the slot may share its buffer with
+// another tensor (add's backward hands the same gradient to both inputs,
+// reshape's returns a view). Under create_graph the sum is the recorded op
+// sg::add, out of place, so that the summed gradient keeps both parts'
+// histories.
 void accumulate(Tensor& slot, const Tensor& g, bool create_graph) {
+  if (create_graph && slot.defined()) {
+    slot = add(slot, g);
+    return;
+  }
+  // BEGIN ASSIGNMENT 0: accumulate: slot = g if empty, else slot + g, in place only when nothing else holds slot's buffer
   if (!slot.defined())
     slot = g;
-  else if (create_graph)
-    slot = add(slot, g);
   else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1)
     kernel::add_(slot, g);
   else
     slot = kernel::add(slot, g);
+  // END ASSIGNMENT 0
 }
 
 // A buffer of g's own: g itself when it owns its buffer; else a copy, a
@@ -187,6 +220,45 @@ class LeafGrads {
   bool create_graph_;
 };
 
+// Sends on what node's backward returned: grads[i] is the gradient of the
+// loss with respect to node->inputs[i] (undefined where none flows). It goes
+// into the sum of the node that made that input (accumulate into its .grad,
+// which the pass reads when that node's turn comes), or into `leaves` when
+// the input is a leaf that requires grad; nowhere else (a constant, an
+// input that needs none). check(i) must see every gradient before it is
+// sent: it throws for a wrong shape or dtype, naming the op, and in anomaly
+// mode for a NaN or an infinity.
+template <class Check>
+void send_gradients(const Node& node, const Grads& grads, const Check& check, LeafGrads& leaves,
+                    bool create_graph) {
+  // BEGIN ASSIGNMENT 0: send_gradients: each defined grads[i] to its input's node (accumulate) or to leaves if a leaf that requires grad; check(i) first
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& in = node.inputs[i];
+    if (!grads[i].defined() || !in.defined() || !in.requires_grad()) continue;
+    check(i);
+    if (in.node())
+      accumulate(in.node()->grad, grads[i], create_graph);
+    else
+      leaves.add(in, grads[i]);
+  }
+  // END ASSIGNMENT 0
+}
+
+// Called for each node of a pass once its turn has come (its backward ran,
+// or no gradient reached it). Unless retain_graph, frees what node holds for
+// its backward (its closure, its inputs, its saved tensors), so a graph's
+// memory goes as the pass goes, and marks it released: a later pass through
+// it throws (check_runnable) instead of running a backward that is gone.
+void release(Node& node, bool retain_graph) {
+  // BEGIN ASSIGNMENT 0: release: unless retain_graph, mark node released and drop its closure, inputs and saved tensors
+  if (retain_graph) return;
+  node.released = true;
+  node.backward = nullptr;
+  node.inputs.clear();
+  node.saved.clear();
+  // END ASSIGNMENT 0
+}
+
 // node's backward, its errors prefixed with the op's name (the engine's own
 // checks name it already; an error from inside a backward may not).
 Grads run_backward(Node& node, const Tensor& g, bool anomaly) {
@@ -235,7 +307,8 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
     with_grad.emplace();
   else
     no_grad.emplace();
-  const auto order = order_from(output);  // throws, before anything ran, if a node cannot run
+  const auto order = topological_order(output.node());
+  check_graph(output, order);  // throws, before anything ran, if a node cannot run
   // A backward that threw part-way (say, a wrong gradient shape) leaves
   // partial sums in the nodes it had not reached yet; start from none.
   for (const auto& node : order) node->grad = Tensor();
@@ -244,40 +317,32 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
   size_t done = 0;  // nodes whose backward has run (and which are released unless retain_graph)
   try {
     for (; done < order.size(); ++done) {
-      Node* node = order[done].get();
-      Tensor g = std::move(node->grad);
-      node->grad = Tensor();
+      Node& node = *order[done];
+      Tensor g = std::move(node.grad);
+      node.grad = Tensor();
       if (g.defined()) {
-        if (anomaly) anomaly::check_sum(*node, g, trail);
+        if (anomaly) anomaly::check_sum(node, g, trail);
         profile_mark("sum gradients");
-        Grads grads = run_backward(*node, g, anomaly);
-        profile_mark_backward(node->op);
-        if (grads.size() != node->inputs.size())
-          fail("backward of '", node->op, "' returned ", grads.size(), " gradients for ",
-               node->inputs.size(), " inputs");
-        for (size_t i = 0; i < grads.size(); ++i) {
-          const Tensor& in = node->inputs[i];
+        const Grads grads = run_backward(node, g, anomaly);
+        profile_mark_backward(node.op);
+        if (grads.size() != node.inputs.size())
+          fail("backward of '", node.op, "' returned ", grads.size(), " gradients for ",
+               node.inputs.size(), " inputs");
+        // The engine's checks of the gradient for input i before it goes on.
+        const auto check = [&](size_t i) {
+          const Tensor& in = node.inputs[i];
           const Tensor& gi = grads[i];
-          if (!gi.defined() || !in.defined() || !in.requires_grad()) continue;
           if (gi.shape() != in.shape() || gi.dtype() != in.dtype())
-            fail("backward of '", node->op, "' returned a gradient of shape ", gi.shape(), " (",
+            fail("backward of '", node.op, "' returned a gradient of shape ", gi.shape(), " (",
                  gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
           if (anomaly) {
-            anomaly::check_gradient(*node, i, gi, g, trail);
-            if (in.node()) trail.from.try_emplace(in.node().get(), node);
+            anomaly::check_gradient(node, i, gi, g, trail);
+            if (in.node()) trail.from.try_emplace(in.node().get(), &node);
           }
-          if (in.node())
-            accumulate(in.node()->grad, gi, create_graph);
-          else
-            leaves.add(in, gi);
-        }
+        };
+        send_gradients(node, grads, check, leaves, create_graph);
       }
-      if (!retain_graph) {
-        node->released = true;
-        node->backward = nullptr;
-        node->inputs.clear();
-        node->saved.clear();
-      }
+      release(node, retain_graph);
     }
   } catch (const std::exception& e) {
     // Nothing reached a leaf's .grad (leaves.commit() did not run). The nodes

@@ -15,8 +15,19 @@ thread_local bool g_anomaly_mode = false;
 }  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
-NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+// The recording switch is g_grad_enabled, this thread's own: record_node()
+// below gives an op's output a node only while it is true.
+NoGradGuard::NoGradGuard() {
+  // BEGIN ASSIGNMENT 0: NoGradGuard: turn recording off on this thread, remembering in previous_ whether it was on
+  previous_ = g_grad_enabled;
+  g_grad_enabled = false;
+  // END ASSIGNMENT 0
+}
+NoGradGuard::~NoGradGuard() {
+  // BEGIN ASSIGNMENT 0: ~NoGradGuard: put this thread's recording switch back as it was when the guard was made
+  g_grad_enabled = previous_;
+  // END ASSIGNMENT 0
+}
 EnableGradGuard::EnableGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = true; }
 EnableGradGuard::~EnableGradGuard() { g_grad_enabled = previous_; }
 

@@ -706,18 +706,25 @@ def check_public_suite(handed, scratch, args):
             failing.append((case.get("name"), case.findtext("system-out") or ""))
     wrong = [name for name, out in failing if "not written yet" not in out]
     hit = {int(m) for _, out in failing for m in re.findall(r"assignment (\d+) not written yet", out)}
-    if wrong or not set(handed) <= hit:
+    # Assignment 0 is the engine: with it handed out, every backward and
+    # every NoGradGuard stops at its stub first, which can hide the stubs of
+    # the assignments that are backwards (a test stops at its first error).
+    need = {0} if 0 in handed else set(handed)
+    if wrong or not need <= hit:
         for name in wrong[:20]:
             say(f"  public test '{name}' fails without a stub message")
         raise KitError(f"public suite against the student library: {len(wrong)} tests fail for another reason; "
                        f"stub messages seen for assignments {sorted(hit)}, handed out {handed}")
     # `ctest -L aN` (the labels of tests/CMakeLists.txt) runs assignment N's
-    # public tests: some of them fail with that assignment's stub message.
+    # public tests: some of them fail with that assignment's stub message
+    # (or the engine's, which stops them first when assignment 0 is out too).
     for n in handed:
         listed = subprocess.run(["ctest", "--test-dir", str(build), "-N", "-L", f"^a{n}$"], capture_output=True,
                                 text=True).stdout
         labelled = set(re.findall(r"Test +#\d+: (.*)", listed))
-        if not any(name in labelled and f"assignment {n} not written yet" in out for name, out in failing):
+        stubs = {n} | need
+        if not any(name in labelled and any(f"assignment {s} not written yet" in out for s in stubs)
+                   for name, out in failing):
             raise KitError(f"ctest -L a{n} lists {len(labelled)} public tests, and none fails with assignment "
                            f"{n}'s stub message: the label does not reach the assignment's tests")
     say(f"public suite against the student library: {len(failing)} tests fail, all with stub messages "

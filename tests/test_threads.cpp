@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -38,11 +39,24 @@ using sg::Tensor;
 namespace {
 constexpr int kThreads = 4;
 
+// Runs f(0) ... f(n - 1) on n threads. An exception on a thread is rethrown
+// here after all have joined (the first thread's first), so that a test fails
+// with its message rather than aborting the program.
 template <class F>
 void run_threads(int n, F f) {
   std::vector<std::thread> threads;
-  for (int t = 0; t < n; ++t) threads.emplace_back(f, t);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t)
+    threads.emplace_back([&f, &errors, t] {
+      try {
+        f(t);
+      } catch (...) {
+        errors[static_cast<size_t>(t)] = std::current_exception();
+      }
+    });
   for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
