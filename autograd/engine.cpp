@@ -1,8 +1,8 @@
 // The backward engine: topological order from the output, each node's
 // backward once, gradient shapes checked against their inputs, gradients
 // summed into the leaves' .grad (backward) or returned (grad). The heart of
-// it (topological_order, accumulate, send_gradients, release) is course
-// assignment 0 (course/00-engine/README.md). Nodes are in
+// it (topological_order, accumulate, send_gradients, release) is the
+// course's assignment 0, the engine. Nodes are in
 // autograd/node.cpp, record() in autograd/record.cpp, anomaly mode's checks
 // in autograd/anomaly.cpp.
 #include <algorithm>

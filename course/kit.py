@@ -382,10 +382,10 @@ def prepare_scratch(scratch, library_root):
 
 def configure(scratch, log):
     build = scratch / "build"
-    # Configured and generated (a configure that failed half-way leaves a
-    # CMakeCache.txt but no build files: run it again).
-    if (build / "CMakeCache.txt").is_file() and ((build / "Makefile").is_file() or (build / "build.ninja").is_file()):
-        return build
+    # Configured every time, also over an earlier scratch build: the kit's
+    # CMakeLists globs the course/NN-name folders, and an assignment added
+    # since the last run has no target until CMake runs again (a second run
+    # over a cache takes a moment; the objects stay).
     cmd = ["cmake", "-S", scratch / "src" / "kit", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
            f"-DSMALLGRAD_SOURCE={scratch / 'src'}"]
     if shutil.which("ccache"):
@@ -696,9 +696,12 @@ def check_public_suite(handed, scratch, args):
     env = dict(os.environ, LD_LIBRARY_PATH=str(lib_dir))
     start = time.time()
     # Not the two tests that install and build programs of their own: they
-    # would test the install of the main build, not the student's library.
+    # would test the install of the main build, not the student's library;
+    # nor the two that compare the study's tables with the fixtures of an -O3
+    # build to the last digit: the grading library is built at -O1, which
+    # rounds differently (tests/check_study_table.cmake).
     subprocess.run(["ctest", "--test-dir", str(build), "-j", str(args.jobs), "--timeout", "600",
-                    "-E", "^(install_and_consume|readme_commands)$",
+                    "-E", "^(install_and_consume|readme_commands|example_compare_table|example_compare_causal_table)$",
                     "--output-junit", str(junit)], capture_output=True, text=True, env=env)
     failing = []
     for case in ET.parse(junit).getroot().iter("testcase"):

@@ -5,6 +5,9 @@
 #   EXE     the test program
 #   LABELS  "file=aN" items: a test file under tests/ and the label of an
 #           assignment that marks a region in the library file it mirrors
+# and adds the label aN of a Catch2 tag [aN] on a test case, for the tests
+# of an assignment that live in no mirroring file (second derivatives in
+# tests/autograd/test_second_order.cpp, say).
 # The test names come from --list-test-names-only (exact, as the discovery
 # uses them) and each test's file from the verbose listing, in the same order
 # (the files' paths are relative there, tests/...: tests/CMakeLists.txt
@@ -24,9 +27,18 @@ string(REPLACE "\n" ";" names "${names_out}")
 string(REPLACE ";" "@SEMI@" long_out "${long_out}")
 string(REPLACE "\n" ";" long_lines "${long_out}")
 set(files "")
+set(tagged "")  # "index=aN" for a Catch2 tag [aN] on test index (tests whose file mirrors no region's)
+set(index -1)
 foreach(line IN LISTS long_lines)
   if(line MATCHES "^    (.*tests/.*\\.cpp):[0-9]+$")
     list(APPEND files "${CMAKE_MATCH_1}")
+    math(EXPR index "${index} + 1")
+  elseif(line MATCHES "^      \\[" AND index GREATER -1)
+    string(REGEX MATCHALL "\\[a[0-9]+\\]" tags "${line}")
+    foreach(tag IN LISTS tags)
+      string(REGEX REPLACE "\\[(a[0-9]+)\\]" "\\1" tag "${tag}")
+      list(APPEND tagged "${index}=${tag}")
+    endforeach()
   endif()
 endforeach()
 list(LENGTH names n_names)
@@ -47,6 +59,12 @@ foreach(i RANGE ${last})
       list(APPEND labels ${label})
     endif()
   endforeach()
+  foreach(item IN LISTS tagged)
+    if(item MATCHES "^${i}=(a[0-9]+)$")
+      list(APPEND labels ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES labels)
   if(labels)
     list(GET names ${i} name)
     string(REPLACE "@SEMI@" ";" name "${name}")

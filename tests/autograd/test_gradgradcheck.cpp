@@ -98,7 +98,7 @@ TEST_CASE("arithmetic ops are twice differentiable", "[autograd][gradgradcheck]"
   check_second("scalar over tensor", [](const Inputs& in) { return 2.0 - in[0] / 4.0; }, {a});
 }
 
-TEST_CASE("unary ops are twice differentiable", "[autograd][gradgradcheck]") {
+TEST_CASE("unary ops are twice differentiable", "[autograd][gradgradcheck][a9]") {
   const Tensor x = normal({2, 3}, 4), p = pos_values({2, 3}, 5);
   check_second("exp", [](const Inputs& in) { return sg::exp(in[0]); }, {x});
   check_second("log", [](const Inputs& in) { return sg::log(in[0]); }, {p});
@@ -146,7 +146,7 @@ TEST_CASE("matrix products are twice differentiable", "[autograd][gradgradcheck]
   check_second("head_pool", [](const Inputs& in) { return sg::head_pool(in[0], in[1], 2); }, {att, k});
 }
 
-TEST_CASE("softmax family is twice differentiable", "[autograd][gradgradcheck]") {
+TEST_CASE("softmax family is twice differentiable", "[autograd][gradgradcheck][a9]") {
   const Tensor x = normal({2, 3, 4}, 18);
   check_second("softmax", [](const Inputs& in) { return sg::softmax(in[0]); }, {x});
   check_second("log_softmax", [](const Inputs& in) { return sg::log_softmax(in[0]); }, {x});

@@ -51,7 +51,7 @@ void near(double got, double want) {
 }
 }  // namespace
 
-TEST_CASE("tanh's first four derivatives by repeated grad match their closed forms", "[autograd][second_order]") {
+TEST_CASE("tanh's first four derivatives by repeated grad match their closed forms", "[autograd][second_order][a9]") {
   const std::vector<double> x = {-2.0, -0.7, 0.0, 0.3, 1.5};
   const auto d = derivatives([](const Tensor& t) { return sg::tanh(t); }, x, 4);
   for (size_t i = 0; i < x.size(); ++i) {
@@ -100,7 +100,7 @@ TEST_CASE("backward with create_graph leaves a .grad with history; a gradient pe
   REQUIRE_FALSE(y.grad().requires_grad());
 }
 
-TEST_CASE("jvp, hvp and hessian match central differences", "[autograd][second_order][functional]") {
+TEST_CASE("jvp, hvp and hessian match central differences", "[autograd][second_order][functional][a9]") {
   const Tensor a = normal({3}, 50), b = normal({2, 3}, 51);
   const sg::VectorFn f = [](const Inputs& in) { return sg::tanh(sg::sum(in[0] * in[1], 1, false)) * sg::sum(in[0] * in[0]); };
   const std::vector<Tensor> x = {sg::kernel::to(a, sg::float64), sg::kernel::to(b, sg::float64)};
@@ -144,7 +144,7 @@ TEST_CASE("an in-place change between the first and the second backward is caugh
 }
 
 TEST_CASE("ops that save only their output still refuse an input changed in place before a create_graph backward",
-          "[autograd][second_order][versions]") {
+          "[autograd][second_order][versions][a9]") {
   // exp, sqrt, tanh, sigmoid and the softmaxes save their output (their
   // first-order backward reads nothing else, so changing the input after
   // them is fine there, as in PyTorch); their composed form reads the input.
