@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 
-from compare_train_step import find_openblas, setups
+from compare_train_step import add_common_flags, find_openblas, interleaved_rounds, parse_common, setups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = {"translate": 40, "d2l": 10}  # per run, after 3 warm-up steps
@@ -41,43 +41,15 @@ def run(cmd, env):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--configs", default="translate,d2l")
-    p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    p.add_argument("--openblas", help="folder holding OpenBLAS's libblas.so.3 (openblas-pthread)")
-    p.add_argument("--dropout", type=float, default=0.1)
+    add_common_flags(p, "translate,d2l")
     a = p.parse_args()  # bad flags: usage and exit status 2
-    try:
-        threads = [int(t) for t in a.threads.split(",")]
-    except ValueError:
-        p.error(f"--threads: expected comma-separated integers, got {a.threads!r}")
-    configs = a.configs.split(",")
-    if any(c not in STEPS for c in configs) or a.rounds < 1 or any(t < 1 for t in threads):
-        p.error(f"--configs from {','.join(STEPS)}, --rounds and --threads at least 1")
-    sg_bin = os.path.join(a.build, "bench", "seq2seq_train_step")
-    if not os.access(sg_bin, os.X_OK):
-        sys.exit(f"{sg_bin} not found; build first: scripts/setup.sh")
+    threads, configs, sg_bin = parse_common(p, a, STEPS, "seq2seq_train_step")
     openblas = a.openblas or find_openblas(a.build)
     envs = setups(openblas)
-    impls = ["smallgrad", *envs]
     print(f"encoder-decoder training step, float32, dropout {a.dropout}; {a.rounds} alternating rounds; "
           + ", ".join(f"{c} {STEPS[c]} steps" for c in configs) + " per run (after 3 warm-up steps)")
     print(f"OpenBLAS from {openblas}; load at start: {open('/proc/loadavg').read().split()[:3]}")
-    results = {}
-    for r in range(1, a.rounds + 1):
-        for t in threads:
-            for c in configs:
-                common = ["--config", c, "--threads", str(t), "--steps", str(STEPS[c]), "--warmup", "3",
-                          "--dropout", str(a.dropout)]
-                for impl in impls:
-                    if impl == "smallgrad":
-                        res = run([sg_bin, *common], dict(os.environ, OMP_NUM_THREADS=str(t)))
-                    else:
-                        res = run(["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_seq2seq_step.py"),
-                                   *common], envs[impl])
-                    results.setdefault((impl, c, t), []).append(res)
-                    print(f"round {r}  {impl:<12} {res['line']}", flush=True)
+    results = interleaved_rounds(a, threads, configs, STEPS, sg_bin, {}, "torch_seq2seq_step.py", envs, run)
 
     med = lambda impl, c, t, key: statistics.median(x[key] for x in results[(impl, c, t)])  # noqa: E731
     print("\nmedian over rounds of each run's median ms/step; ratio = fastest PyTorch / smallgrad")

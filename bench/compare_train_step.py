@@ -121,51 +121,70 @@ def run(cmd, env):
     sys.exit(f"no result line from {' '.join(cmd)}:\n{out.stdout}")
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_flags(p, configs):
+    """The flags both training-step comparisons take (this one and compare_seq2seq_step.py)."""
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--configs", default="tiny,medium,large")
+    p.add_argument("--configs", default=configs)
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--openblas", help="folder holding OpenBLAS's libblas.so.3 (openblas-pthread)")
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--target", default="native", choices=["native", *NARROW],
-                   help="vector width of both sides (default: this machine's)")
-    a = p.parse_args()  # bad flags: usage and exit status 2
+
+
+def parse_common(p, a, steps, program):
+    """(thread counts, configurations, smallgrad's benchmark) from add_common_flags' flags; a bad value
+    is a usage error (exit status 2), a missing build a one-line exit."""
     try:
         threads = [int(t) for t in a.threads.split(",")]
     except ValueError:
         p.error(f"--threads: expected comma-separated integers, got {a.threads!r}")
     configs = a.configs.split(",")
-    if any(c not in STEPS for c in configs) or a.rounds < 1 or any(t < 1 for t in threads):
-        p.error(f"--configs from {','.join(STEPS)}, --rounds and --threads at least 1")
-    sg_bin = os.path.join(a.build, "bench", "train_step")
+    if any(c not in steps for c in configs) or a.rounds < 1 or any(t < 1 for t in threads):
+        p.error(f"--configs from {','.join(steps)}, --rounds and --threads at least 1")
+    sg_bin = os.path.join(a.build, "bench", program)
     if not os.access(sg_bin, os.X_OK):
         sys.exit(f"{sg_bin} not found; build first: scripts/setup.sh")
+    return threads, configs, sg_bin
+
+
+def interleaved_rounds(a, threads, configs, steps, sg_bin, sg_env, torch_script, envs, run_one):
+    """{(implementation, config, threads): [run, ...]}: a.rounds rounds, each running smallgrad and then
+    every PyTorch set-up of envs on every configuration and thread count, one process each, printed as
+    they come (run_one(cmd, env) reads a run's result line)."""
+    results = {}
+    for r in range(1, a.rounds + 1):
+        for t in threads:
+            for c in configs:
+                common = ["--config", c, "--threads", str(t), "--steps", str(steps[c]), "--warmup", "3",
+                          "--dropout", str(a.dropout)]
+                for impl in ["smallgrad", *envs]:
+                    if impl == "smallgrad":
+                        res = run_one([sg_bin, *common], dict(os.environ, OMP_NUM_THREADS=str(t), **sg_env))
+                    else:
+                        res = run_one(["/usr/bin/python3", os.path.join(ROOT, "bench", torch_script), *common],
+                                      envs[impl])
+                    results.setdefault((impl, c, t), []).append(res)
+                    print(f"round {r}  {impl:<12} {res['line']}", flush=True)
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_flags(p, "tiny,medium,large")
+    p.add_argument("--target", default="native", choices=["native", *NARROW],
+                   help="vector width of both sides (default: this machine's)")
+    a = p.parse_args()  # bad flags: usage and exit status 2
+    threads, configs, sg_bin = parse_common(p, a, STEPS, "train_step")
     openblas = a.openblas or find_openblas(a.build)
     envs = setups(openblas, a.target)
     sg_env = NARROW.get(a.target, {}).get("smallgrad", {})
     targets = TARGET_RATIO if a.target == "native" else {"tiny": 2.0}
-    impls = ["smallgrad", *envs]
 
     print(f"training step, float32, dropout {a.dropout}; {a.rounds} alternating rounds; steps per run "
           + ", ".join(f"{c} {STEPS[c]}" for c in configs) + " (after 3 warm-up steps)")
     print(f"target {a.target}: smallgrad from {a.build} with {sg_env or 'its own BLIS choice'}")
     print(f"OpenBLAS from {openblas}; load at start: {open('/proc/loadavg').read().split()[:3]}")
-    results = {}  # (impl, config, threads) -> list of runs
-    for r in range(1, a.rounds + 1):
-        for t in threads:
-            for c in configs:
-                common = ["--config", c, "--threads", str(t), "--steps", str(STEPS[c]), "--warmup", "3",
-                          "--dropout", str(a.dropout)]
-                for impl in impls:
-                    if impl == "smallgrad":
-                        res = run([sg_bin, *common], dict(os.environ, OMP_NUM_THREADS=str(t), **sg_env))
-                    else:
-                        res = run(["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_train_step.py"),
-                                   *common], envs[impl])
-                    results.setdefault((impl, c, t), []).append(res)
-                    print(f"round {r}  {impl:<12} {res['line']}", flush=True)
+    results = interleaved_rounds(a, threads, configs, STEPS, sg_bin, sg_env, "torch_train_step.py", envs, run)
 
     med = lambda impl, c, t, key: statistics.median(x[key] for x in results[(impl, c, t)])  # noqa: E731
     print("\nmedian over rounds of each run's median ms/step; ratio = fastest PyTorch / smallgrad")
