@@ -348,11 +348,16 @@ bool is_tiny(int64_t n, int64_t k) {
 template <class T, size_t... J>
 void transpose_block(const T* src, int64_t ss, T* dst, int64_t ds, std::index_sequence<J...>) {
   constexpr int W = kVecWidth<T>;
+  // Every loop unrolled, so that x stays in registers: with AVX2, g++ kept
+  // it on the stack, half a vector per store, and each reload stalled.
   Vec<T> x[W];
+#pragma GCC unroll 16
   for (int j = 0; j < W; ++j) std::memcpy(&x[j], src + j * ss, sizeof x[j]);
   auto round = [&](auto half) {
     constexpr int h = decltype(half)::value;
+#pragma GCC unroll 16
     for (int i = 0; i < W; i += 2 * h)
+#pragma GCC unroll 16
       for (int r = i; r < i + h; ++r) {
         // Row r keeps its columns without bit h and takes row r + h's
         // columns without bit h into its columns with it; row r + h the rest.
@@ -365,6 +370,7 @@ void transpose_block(const T* src, int64_t ss, T* dst, int64_t ds, std::index_se
   [&]<size_t... L>(std::index_sequence<L...>) {
     (round(std::integral_constant<int, (1 << L)>{}), ...);
   }(std::make_index_sequence<std::bit_width(unsigned(W)) - 1>{});
+#pragma GCC unroll 16
   for (int p = 0; p < W; ++p) std::memcpy(dst + p * ds, &x[p], sizeof x[p]);
 }
 
