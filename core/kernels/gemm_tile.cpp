@@ -11,6 +11,9 @@
 #endif
 
 #include <algorithm>
+#include <bit>
+#include <type_traits>
+#include <utility>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -337,17 +340,82 @@ bool is_tiny(int64_t n, int64_t k) {
   return n <= kPanelWidth<T> && k <= kTinyDepth;
 }
 
+// Transposes the W x W block of `src` (row stride ss) into `dst` (row
+// stride ds): dst[p * ds + j] = src[j * ss + p], W = one vector. log2(W)
+// rounds of two-vector shuffles, each swapping the off-diagonal h x h
+// blocks (h = 1, 2, .. W/2) of every 2h x 2h block; in place of W * W
+// scalar loads and stores, the cost of a tiny product's transposed B.
+template <class T, size_t... J>
+void transpose_block(const T* src, int64_t ss, T* dst, int64_t ds, std::index_sequence<J...>) {
+  constexpr int W = kVecWidth<T>;
+  // Every loop unrolled, so that x stays in registers: with AVX2, g++ kept
+  // it on the stack, half a vector per store, and each reload stalled.
+  Vec<T> x[W];
+#pragma GCC unroll 16
+  for (int j = 0; j < W; ++j) std::memcpy(&x[j], src + j * ss, sizeof x[j]);
+  auto round = [&](auto half) {
+    constexpr int h = decltype(half)::value;
+#pragma GCC unroll 16
+    for (int i = 0; i < W; i += 2 * h)
+#pragma GCC unroll 16
+      for (int r = i; r < i + h; ++r) {
+        // Row r keeps its columns without bit h and takes row r + h's
+        // columns without bit h into its columns with it; row r + h the rest.
+        const Vec<T> lo = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J - h : J)...);
+        const Vec<T> hi = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J : J + h)...);
+        x[r] = lo;
+        x[r + h] = hi;
+      }
+  };
+  [&]<size_t... L>(std::index_sequence<L...>) {
+    (round(std::integral_constant<int, (1 << L)>{}), ...);
+  }(std::make_index_sequence<std::bit_width(unsigned(W)) - 1>{});
+#pragma GCC unroll 16
+  for (int p = 0; p < W; ++p) std::memcpy(dst + p * ds, &x[p], sizeof x[p]);
+}
+
+// pack_panel for one panel of op(B) = B^T (B stored (n, k)), kc <= k rows:
+// whole W x W blocks by transpose_block, the rest value by value.
+template <class T>
+void pack_transposed(int64_t n, int64_t k, const T* b, int64_t ldb, T* panel, int64_t ps) {
+  constexpr int64_t W = kVecWidth<T>;
+  const int64_t n_whole = n / W * W, k_whole = k / W * W;
+  for (int64_t j = 0; j < n_whole; j += W)
+    for (int64_t p = 0; p < k_whole; p += W)
+      transpose_block<T>(b + j * ldb + p, ldb, panel + p * ps + j, ps,
+                         std::make_index_sequence<W>{});
+  // (three separate loops, each empty at attention's sizes: one loop with
+  // the tests inside cost a third of the transpose)
+  if (n_whole < n)
+    for (int64_t p = 0; p < k_whole; ++p)
+      for (int64_t j = n_whole; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
+  for (int64_t p = k_whole; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
+  if (n < ps)
+    for (int64_t p = 0; p < k; ++p) std::fill(panel + p * ps + n, panel + (p + 1) * ps, T(0));
+}
+
 template <class T>
 void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
-  alignas(64) T panel[kTinyDepth * kPanelWidth<T>];
-  pack_panel(trans_b, 0, pl, k, n, b, ldb, panel);
+  alignas(64) T stack_panel[kTinyDepth * kPanelWidth<T>];
+  const T* panel = stack_panel;
+  int64_t ps = pl.stride;
+  if (!trans_b && n == ps) {
+    // op(B)'s rows are whole panel rows already: read in place, no copy.
+    panel = b;
+    ps = ldb;
+  } else if (trans_b) {
+    pack_transposed(n, k, b, ldb, stack_panel, ps);
+  } else {
+    pack_panel(trans_b, 0, pl, k, n, b, ldb, stack_panel);
+  }
   const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
   if (pl.stride == kVecWidth<T>)
-    tile_rows<T, 1>(0, m, k, rows, panel, pl.stride, alpha, beta, c, ldc, n);
+    tile_rows<T, 1>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n);
   else
-    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, pl.stride, alpha, beta, c, ldc, n);
+    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n);
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of

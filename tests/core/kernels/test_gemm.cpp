@@ -17,6 +17,7 @@
 
 #include "core/kernels.hpp"
 #include "core/kernels/gemm.hpp"
+#include "core/kernels/gemm_tile.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
 
@@ -446,6 +447,68 @@ TEMPLATE_TEST_CASE("gemm_grid: attention's three kinds of product at odd sizes, 
     }
   }
   sg::set_num_threads(before);
+}
+
+// The tiny per-head path (gemm_tile.cpp: n up to two vectors, k up to 32;
+// op(B) read in place when n fills its vectors, a transposed B packed by
+// W x W vector transposes, the rest value by value) at sizes around its
+// limits and the vector widths of every target (4, 8, 16 floats; 2, 4, 8
+// doubles), every transpose kind, heads read in place with odd row strides.
+// Each element must be bitwise the sum over p in order, one multiply-add at
+// a time, as the kernel computes it (a fused multiply-add where the target
+// has one), on one thread and on two. NaN in C beforehand must be overwritten.
+TEMPLATE_TEST_CASE("gemm_grid: the tiny path at sizes around its limits, bitwise the sum in order",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  const int before = sg::num_threads();
+  // The tests are not built for the library's -march: ask the library
+  // which tile it runs. Without a tuned tile, BLIS computes (no fixed order).
+  if (!sg::kernel::tile::tuned()) return;
+  const bool fused = sg::kernel::tile::target().rfind("SSE", 0) != 0;  // SSE has no FMA
+  const int64_t H = 3, batch = 2;
+  for (int t = 0; t < 4; ++t)
+    for (const int64_t m : {1, 5, 16, 19})
+      for (const int64_t n : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33})
+        for (const int64_t k : {1, 2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33}) {
+          const bool ta = t & 1, tb = t & 2;
+          INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb);
+          const int64_t a_cols = ta ? m : k, a_rows = ta ? k : m;
+          const int64_t b_cols = tb ? k : n, b_rows = tb ? n : k;
+          const int64_t lda = H * a_cols + 1, ldb = H * b_cols + 3;
+          const sg::kernel::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
+          const sg::kernel::GridStrides sc{H * m * n, m * n};
+          const auto a = random_values<T>(batch * sa.outer, 51);
+          const auto b = random_values<T>(batch * sb.outer, 52);
+          std::vector<T> want(batch * H * m * n);
+          for (int64_t o = 0; o < batch; ++o)
+            for (int64_t h = 0; h < H; ++h) {
+              const T* pa = a.data() + o * sa.outer + h * sa.inner;
+              const T* pb = b.data() + o * sb.outer + h * sb.inner;
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  T sum = 0;
+                  for (int64_t p = 0; p < k; ++p) {
+                    const T x = at(pa, lda, ta, i, p), y = at(pb, ldb, tb, p, j);
+                    if (fused) {
+                      sum = std::fma(x, y, sum);
+                    } else {
+                      volatile T product = x * y;  // rounded, never fused
+                      sum = sum + product;
+                    }
+                  }
+                  want[o * sc.outer + h * sc.inner + i * n + j] = sum;
+                }
+            }
+          for (const int threads : {1, 2}) {
+            INFO("threads=" << threads);
+            std::vector<T> got(want.size(), std::numeric_limits<T>::quiet_NaN());
+            sg::set_num_threads(threads);
+            sg::kernel::gemm_grid<T>(ta, tb, m, n, k, T(1), a.data(), lda, sa, b.data(), ldb, sb,
+                                     T(0), got.data(), n, sc, batch, H);
+            sg::set_num_threads(before);
+            REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0);
+          }
+        }
 }
 
 // ---------------------------------------------------------------- matmul
