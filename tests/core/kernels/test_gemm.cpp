@@ -464,7 +464,11 @@ TEMPLATE_TEST_CASE("gemm_grid: the tiny path at sizes around its limits, bitwise
   // The tests are not built for the library's -march: ask the library
   // which tile it runs. Without a tuned tile, BLIS computes (no fixed order).
   if (!sg::kernel::tile::tuned()) return;
-  const bool fused = sg::kernel::tile::target().rfind("SSE", 0) != 0;  // SSE has no FMA
+  // The tile writes acc += x * b; the compiler fuses that into one FMA on a
+  // target with FMA at -O2 and above, not at -O1 (asan, tsan, the course's
+  // grading build) nor on SSE. Either way each sum is in order: the result
+  // must be one of the two in-order sums, bit for bit, on every thread count.
+  const bool fma_target = sg::kernel::tile::target().rfind("SSE", 0) != 0;
   const int64_t H = 3, batch = 2;
   for (int t = 0; t < 4; ++t)
     for (const int64_t m : {1, 5, 16, 19})
@@ -479,34 +483,34 @@ TEMPLATE_TEST_CASE("gemm_grid: the tiny path at sizes around its limits, bitwise
           const sg::kernel::GridStrides sc{H * m * n, m * n};
           const auto a = random_values<T>(batch * sa.outer, 51);
           const auto b = random_values<T>(batch * sb.outer, 52);
-          std::vector<T> want(batch * H * m * n);
+          std::vector<T> want_fused(batch * H * m * n), want_plain(want_fused.size());
           for (int64_t o = 0; o < batch; ++o)
             for (int64_t h = 0; h < H; ++h) {
               const T* pa = a.data() + o * sa.outer + h * sa.inner;
               const T* pb = b.data() + o * sb.outer + h * sb.inner;
               for (int64_t i = 0; i < m; ++i)
                 for (int64_t j = 0; j < n; ++j) {
-                  T sum = 0;
+                  T fused = 0, plain = 0;
                   for (int64_t p = 0; p < k; ++p) {
                     const T x = at(pa, lda, ta, i, p), y = at(pb, ldb, tb, p, j);
-                    if (fused) {
-                      sum = std::fma(x, y, sum);
-                    } else {
-                      volatile T product = x * y;  // rounded, never fused
-                      sum = sum + product;
-                    }
+                    fused = std::fma(x, y, fused);
+                    volatile T product = x * y;  // rounded, never fused
+                    plain = plain + product;
                   }
-                  want[o * sc.outer + h * sc.inner + i * n + j] = sum;
+                  want_fused[o * sc.outer + h * sc.inner + i * n + j] = fused;
+                  want_plain[o * sc.outer + h * sc.inner + i * n + j] = plain;
                 }
             }
+          const size_t bytes = want_plain.size() * sizeof(T);
           for (const int threads : {1, 2}) {
             INFO("threads=" << threads);
-            std::vector<T> got(want.size(), std::numeric_limits<T>::quiet_NaN());
+            std::vector<T> got(want_plain.size(), std::numeric_limits<T>::quiet_NaN());
             sg::set_num_threads(threads);
             sg::kernel::gemm_grid<T>(ta, tb, m, n, k, T(1), a.data(), lda, sa, b.data(), ldb, sb,
                                      T(0), got.data(), n, sc, batch, H);
             sg::set_num_threads(before);
-            REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0);
+            const bool is_fused = fma_target && std::memcmp(got.data(), want_fused.data(), bytes) == 0;
+            REQUIRE((is_fused || std::memcmp(got.data(), want_plain.data(), bytes) == 0));
           }
         }
 }
