@@ -48,26 +48,23 @@ TranslationData make_translation_data(const TranslationConfig& c) {
 
 std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d) {
   check_config(c);
-  const nn::TransformerEncoderOptions enc{.vocab_size = d.src_vocab->size(),
-                                          .num_hiddens = c.hidden,
-                                          .ffn_num_hiddens = c.ffn,
-                                          .num_heads = c.heads,
-                                          .num_blocks = c.blocks,
-                                          .dropout = c.dropout,
-                                          .positional = c.positional,
-                                          .max_len = c.num_steps,
-                                          .max_distance = c.max_distance,
-                                          .pre_norm = c.pre_norm};
-  const nn::TransformerDecoderOptions dec{.vocab_size = d.tgt_vocab->size(),
-                                          .num_hiddens = c.hidden,
-                                          .ffn_num_hiddens = c.ffn,
-                                          .num_heads = c.heads,
-                                          .num_blocks = c.blocks,
-                                          .dropout = c.dropout,
-                                          .positional = c.positional,
-                                          .max_len = c.num_steps,
-                                          .max_distance = c.max_distance,
-                                          .pre_norm = c.pre_norm};
+  // The encoder's and the decoder's options are two types with the same
+  // fields: one list fills both.
+  const auto fill = [&c](auto o, int64_t vocab_size) {
+    o.vocab_size = vocab_size;
+    o.num_hiddens = c.hidden;
+    o.ffn_num_hiddens = c.ffn;
+    o.num_heads = c.heads;
+    o.num_blocks = c.blocks;
+    o.dropout = c.dropout;
+    o.positional = c.positional;
+    o.max_len = c.num_steps;
+    o.max_distance = c.max_distance;
+    o.pre_norm = c.pre_norm;
+    return o;
+  };
+  const auto enc = fill(nn::TransformerEncoderOptions{}, d.src_vocab->size());
+  const auto dec = fill(nn::TransformerDecoderOptions{}, d.tgt_vocab->size());
   return std::make_unique<nn::EncoderDecoder>(enc, dec);
 }
 
