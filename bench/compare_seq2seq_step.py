@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 
-from compare_train_step import add_common_flags, find_openblas, interleaved_rounds, parse_common, setups
+from compare_train_step import add_common_flags, find_openblas, interleaved_rounds, parse_common, peers, setups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = {"translate": 40, "d2l": 10}  # per run, after 3 warm-up steps
@@ -45,15 +45,15 @@ def main():
     a = p.parse_args()  # bad flags: usage and exit status 2
     threads, configs, sg_bin = parse_common(p, a, STEPS, "seq2seq_train_step")
     openblas = a.openblas or find_openblas(a.build)
-    envs = setups(openblas)
+    envs = peers(setups(openblas), "torch_seq2seq_step.py")
     print(f"encoder-decoder training step, float32, dropout {a.dropout}; {a.rounds} alternating rounds; "
           + ", ".join(f"{c} {STEPS[c]} steps" for c in configs) + " per run (after 3 warm-up steps)")
     print(f"OpenBLAS from {openblas}; load at start: {open('/proc/loadavg').read().split()[:3]}")
-    results = interleaved_rounds(a, threads, configs, STEPS, sg_bin, {}, "torch_seq2seq_step.py", envs, run)
+    results = interleaved_rounds(a, threads, configs, STEPS, sg_bin, {}, envs, run)
 
     med = lambda impl, c, t, key: statistics.median(x[key] for x in results[(impl, c, t)])  # noqa: E731
     print("\nmedian over rounds of each run's median ms/step; ratio = fastest PyTorch / smallgrad")
-    print("| config | threads | smallgrad ms | " + " | ".join(f"PyTorch {i} ms" for i in envs)
+    print("| config | threads | smallgrad ms | " + " | ".join(f"{i} ms" for i in envs)
           + " | ratio | peak RSS MiB (smallgrad / PyTorch) |")
     print("|---|---|---|" + "---|" * len(envs) + "---|---|")
     for c in configs:

@@ -9,7 +9,8 @@ vocabulary), the same shapes, loss, optimizer (Adam, lr 1e-3) and dropout.
 The d2l layers are the ones tests/fixtures/make_fixtures.py defines (the
 fixtures prove they match smallgrad's to float32 precision). Prints one line
 per configuration in bench/train_step's format. Which BLAS PyTorch uses is
-up to the environment (LD_LIBRARY_PATH); bench/compare_train_step.sh sets it.
+up to the environment (LD_LIBRARY_PATH); bench/compare_train_step.py sets it.
+bench/libtorch/train_step.cpp is this script in libtorch, op for op.
 """
 import argparse
 import os
