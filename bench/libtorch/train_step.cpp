@@ -202,7 +202,8 @@ void run(const Config& c, int steps, int warmup, double dropout) {
 }
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--config tiny|medium|large|all] [--threads N] [--steps N] [--warmup N] [--dropout P]\n",
+  std::fprintf(stderr,
+               "usage: %s [--config tiny|medium|large|all] [--threads N] [--steps N] [--warmup N] [--dropout P]\n",
                argv0);
   return 2;
 }
