@@ -126,7 +126,9 @@ void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha
   // or one memcpy into the whole b array made it store all the accumulators
   // to the stack on every step, several times slower.
   Vec<T> acc[R][NV];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) acc[r][v] = Vec<T>{};
   for (int64_t p = 0; p < kc; ++p) {
     Vec<T> b[NV];
@@ -137,8 +139,13 @@ void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha
     }
   }
   // beta == 0 overwrites whatever C held (even NaN), as BLAS specifies.
+  // Unrolled, so that the accumulators go from registers to C: as a loop,
+  // g++ zeroed them in memory first and stored them there after the depth
+  // loop, which cost a 16 x 16 x 16 product as much as half its arithmetic.
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     T* crow = c + r * ldc;
+#pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
       const int64_t cols = std::min<int64_t>(W, width - v * W);
       if (cols <= 0) break;
@@ -263,6 +270,61 @@ Panels panels_for(int64_t n) {
   return {stride, (n + stride - 1) / stride};
 }
 
+// Transposes the W x W block of `src` (row stride ss) into `dst` (row
+// stride ds): dst[p * ds + j] = src[j * ss + p], W = one vector. log2(W)
+// rounds of two-vector shuffles, each swapping the off-diagonal h x h
+// blocks (h = 1, 2, .. W/2) of every 2h x 2h block; in place of W * W
+// scalar loads and stores, the cost of a tiny product's transposed B.
+template <class T, size_t... J>
+void transpose_block(const T* src, int64_t ss, T* dst, int64_t ds, std::index_sequence<J...>) {
+  constexpr int W = kVecWidth<T>;
+  // Every loop unrolled, so that x stays in registers: with AVX2, g++ kept
+  // it on the stack, half a vector per store, and each reload stalled.
+  Vec<T> x[W];
+#pragma GCC unroll 16
+  for (int j = 0; j < W; ++j) std::memcpy(&x[j], src + j * ss, sizeof x[j]);
+  auto round = [&](auto half) {
+    constexpr int h = decltype(half)::value;
+#pragma GCC unroll 16
+    for (int i = 0; i < W; i += 2 * h)
+#pragma GCC unroll 16
+      for (int r = i; r < i + h; ++r) {
+        // Row r keeps its columns without bit h and takes row r + h's
+        // columns without bit h into its columns with it; row r + h the rest.
+        const Vec<T> lo = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J - h : J)...);
+        const Vec<T> hi = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J : J + h)...);
+        x[r] = lo;
+        x[r + h] = hi;
+      }
+  };
+  [&]<size_t... L>(std::index_sequence<L...>) {
+    (round(std::integral_constant<int, (1 << L)>{}), ...);
+  }(std::make_index_sequence<std::bit_width(unsigned(W)) - 1>{});
+#pragma GCC unroll 16
+  for (int p = 0; p < W; ++p) std::memcpy(dst + p * ds, &x[p], sizeof x[p]);
+}
+
+// pack_panel for one panel of op(B) = B^T (B stored (n, k)), kc <= k rows:
+// whole W x W blocks by transpose_block, the rest value by value.
+template <class T>
+void pack_transposed(int64_t n, int64_t k, const T* b, int64_t ldb, T* panel, int64_t ps) {
+  constexpr int64_t W = kVecWidth<T>;
+  const int64_t n_whole = n / W * W, k_whole = k / W * W;
+  for (int64_t j = 0; j < n_whole; j += W)
+    for (int64_t p = 0; p < k_whole; p += W)
+      transpose_block<T>(b + j * ldb + p, ldb, panel + p * ps + j, ps,
+                         std::make_index_sequence<W>{});
+  // (three separate loops, each empty at attention's sizes: one loop with
+  // the tests inside cost a third of the transpose)
+  if (n_whole < n)
+    for (int64_t p = 0; p < k_whole; ++p)
+      for (int64_t j = n_whole; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
+  for (int64_t p = k_whole; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
+  if (n < ps)
+    for (int64_t p = 0; p < k; ++p) std::fill(panel + p * ps + n, panel + (p + 1) * ps, T(0));
+}
+
 // Copies panel q of op(B) into `packed`.
 template <class T>
 void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const T* b, int64_t ldb,
@@ -275,14 +337,12 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
       std::fill(panel + p * ps + width, panel + (p + 1) * ps, T(0));
     }
   } else {
-    // op(B)(p, j) = b[j * ldb + p]: each panel row gathers one column of
-    // the stored B (element by element: the slow part of a tiny product).
-    const T* bj = b + j0 * ldb;
-    for (int64_t p = 0; p < k; ++p) {
-      T* dst = panel + p * ps;
-      for (int64_t j = 0; j < width; ++j) dst[j] = bj[j * ldb + p];
-      for (int64_t j = width; j < ps; ++j) dst[j] = T(0);
-    }
+    // op(B)(p, j) = b[j * ldb + p]: the panel is columns j0 .. j0+width-1
+    // of B^T, W x W blocks at a time in registers. Gathered value by value,
+    // the copy cost a quarter of the arithmetic of attention's scores
+    // q.k^T (64 x 64 x 32 a head: 2,048 values moved for 8,192 vector
+    // multiply-adds with AVX-512).
+    pack_transposed(width, k, b + j0 * ldb, ldb, panel, ps);
   }
 }
 
@@ -338,61 +398,6 @@ constexpr int64_t kTinyDepth = 32;
 template <class T>
 bool is_tiny(int64_t n, int64_t k) {
   return n <= kPanelWidth<T> && k <= kTinyDepth;
-}
-
-// Transposes the W x W block of `src` (row stride ss) into `dst` (row
-// stride ds): dst[p * ds + j] = src[j * ss + p], W = one vector. log2(W)
-// rounds of two-vector shuffles, each swapping the off-diagonal h x h
-// blocks (h = 1, 2, .. W/2) of every 2h x 2h block; in place of W * W
-// scalar loads and stores, the cost of a tiny product's transposed B.
-template <class T, size_t... J>
-void transpose_block(const T* src, int64_t ss, T* dst, int64_t ds, std::index_sequence<J...>) {
-  constexpr int W = kVecWidth<T>;
-  // Every loop unrolled, so that x stays in registers: with AVX2, g++ kept
-  // it on the stack, half a vector per store, and each reload stalled.
-  Vec<T> x[W];
-#pragma GCC unroll 16
-  for (int j = 0; j < W; ++j) std::memcpy(&x[j], src + j * ss, sizeof x[j]);
-  auto round = [&](auto half) {
-    constexpr int h = decltype(half)::value;
-#pragma GCC unroll 16
-    for (int i = 0; i < W; i += 2 * h)
-#pragma GCC unroll 16
-      for (int r = i; r < i + h; ++r) {
-        // Row r keeps its columns without bit h and takes row r + h's
-        // columns without bit h into its columns with it; row r + h the rest.
-        const Vec<T> lo = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J - h : J)...);
-        const Vec<T> hi = __builtin_shufflevector(x[r], x[r + h], ((J & h) ? W + J : J + h)...);
-        x[r] = lo;
-        x[r + h] = hi;
-      }
-  };
-  [&]<size_t... L>(std::index_sequence<L...>) {
-    (round(std::integral_constant<int, (1 << L)>{}), ...);
-  }(std::make_index_sequence<std::bit_width(unsigned(W)) - 1>{});
-#pragma GCC unroll 16
-  for (int p = 0; p < W; ++p) std::memcpy(dst + p * ds, &x[p], sizeof x[p]);
-}
-
-// pack_panel for one panel of op(B) = B^T (B stored (n, k)), kc <= k rows:
-// whole W x W blocks by transpose_block, the rest value by value.
-template <class T>
-void pack_transposed(int64_t n, int64_t k, const T* b, int64_t ldb, T* panel, int64_t ps) {
-  constexpr int64_t W = kVecWidth<T>;
-  const int64_t n_whole = n / W * W, k_whole = k / W * W;
-  for (int64_t j = 0; j < n_whole; j += W)
-    for (int64_t p = 0; p < k_whole; p += W)
-      transpose_block<T>(b + j * ldb + p, ldb, panel + p * ps + j, ps,
-                         std::make_index_sequence<W>{});
-  // (three separate loops, each empty at attention's sizes: one loop with
-  // the tests inside cost a third of the transpose)
-  if (n_whole < n)
-    for (int64_t p = 0; p < k_whole; ++p)
-      for (int64_t j = n_whole; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
-  for (int64_t p = k_whole; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j) panel[p * ps + j] = b[j * ldb + p];
-  if (n < ps)
-    for (int64_t p = 0; p < k; ++p) std::fill(panel + p * ps + n, panel + (p + 1) * ps, T(0));
 }
 
 template <class T>
