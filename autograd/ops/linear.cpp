@@ -1,5 +1,5 @@
-// The affine map of a Linear layer, y = x W^T + b, as one op: the bias is the
-// product's starting value instead of a tensor of its own plus a broadcast add.
+// The affine map of a Linear layer, y = x W^T + b, as one op: the product adds
+// the bias as it stores y, instead of a tensor of its own plus a broadcast add.
 // Second order: first order keeps the kernels; under create_graph (recording
 // on) the backward is the same three products written with the recorded
 // matmul, reshape and sum, so it is differentiable in g, x and W.
@@ -16,7 +16,7 @@
 namespace sg {
 
 // x: (..., in), weight: (out, in), bias: (out) or undefined -> (..., out).
-// Every row of y starts as b and the GEMM adds x W^T into it (beta = 1).
+// The GEMM adds b to each row of x W^T as it stores y (kernel::gemm's bias).
 // Backward, with x and g seen as (rows, in) and (rows, out):
 //   dx = g W,  dW = g^T x,  db = sum over rows of g
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -38,15 +38,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   for (size_t d = 0; d + 1 < out_shape.size(); ++d) rows *= out_shape[d];
   visit_floating(x, "linear", [&](auto tag) {
     using T = decltype(tag);
-    T* y = out.data<T>();
-    if (bias.defined()) {
-      const T* b = bias.data<T>();
-      for (int64_t r = 0; r < rows; ++r) std::copy(b, b + out_features, y + r * out_features);
-    }
     kernel::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data<T>(),
                   std::max<int64_t>(1, in_features), weight.data<T>(),
-                  std::max<int64_t>(1, in_features), bias.defined() ? T(1) : T(0), y,
-                  std::max<int64_t>(1, out_features));
+                  std::max<int64_t>(1, in_features), T(0), out.data<T>(),
+                  std::max<int64_t>(1, out_features), bias.defined() ? bias.data<T>() : nullptr);
   });
   std::vector<Tensor> inputs = {x, weight};
   if (bias.defined()) inputs.push_back(bias);

@@ -122,14 +122,27 @@ bool use_kernel(bool trans_a, int64_t m, int64_t n, int64_t k) {
 // threads (1 in the batched path and inside an OpenMP region). Below
 // kKernelParallelWork one thread; on one thread, tiny products take the
 // stack panel.
+//
+// A bias (n values, or null) is added to every row: by our kernel as it
+// stores each tile; otherwise (BLIS, or no product at all) C first becomes
+// beta * C + bias, row by row, and the product adds into it.
 template <class T>
 void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
+             const T* bias = nullptr) {
+  const bool kernel = k > 0 && alpha != T(0) && use_kernel(trans_a, m, n, k);
+  if (bias && !kernel) {
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) row[j] = beta == T(0) ? bias[j] : beta * row[j] + bias[j];
+    }
+    beta = T(1);
+  }
   if (k == 0 || alpha == T(0)) {
     scale_rows(m, n, beta, c, ldc);
-  } else if (use_kernel(trans_a, m, n, k)) {
+  } else if (kernel) {
     if (m * n * k < kKernelParallelWork) threads = 1;
-    tile::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+    tile::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias);
   } else {
     detail::ensure_blis();
     blis_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
@@ -200,12 +213,12 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   check_product("gemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
   if (m == 0 || n == 0) return;
   // Never threads inside OpenMP threads: that oversubscribes the cores.
   product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-          omp_in_parallel() ? 1 : num_threads());
+          omp_in_parallel() ? 1 : num_threads(), bias);
 }
 
 template <class T>
@@ -259,9 +272,9 @@ void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 }
 
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                          const float*, int64_t, float, float*, int64_t);
+                          const float*, int64_t, float, float*, int64_t, const float*);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t);
+                           const double*, int64_t, double, double*, int64_t, const double*);
 template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*,
                                   int64_t, int64_t, const float*, int64_t, int64_t, float, float*,
                                   int64_t, int64_t, int64_t);

@@ -1,11 +1,14 @@
 #pragma once
 // The one GEMM wrapper over BLIS's typed API, for row-major matrices.
 //
-//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
+//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C [+ bias]
 //
 // op(A) is A, stored (m, k) with row stride lda, or, with trans_a, A stored
 // (k, m) and read transposed; likewise B. beta = 1 accumulates into C (how
-// backward adds gradients without a temporary). Shapes and strides are
+// backward adds gradients without a temporary). bias, when given, is n
+// values added to every row of C, last (a Linear layer's bias): our kernel
+// adds it as it stores C, which saves writing C once before the product and
+// reading it back. Shapes and strides are
 // checked before BLIS is called, because BLIS's own message names no sizes.
 #include <cstdint>
 
@@ -13,7 +16,7 @@ namespace sg::kernel {
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias = nullptr);
 
 // `batch` independent products, matrix i at a + i*stride_a etc. (a stride of
 // 0 reuses one matrix for every product). Parallel over the batch with

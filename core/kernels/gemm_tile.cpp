@@ -120,7 +120,7 @@ constexpr int64_t kRowBlock = 128;
 // strides, so that the compiler knows which of the two is 1.
 template <class T, int R, int NV, bool kColumns>
 void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha, T beta, T* c,
-          int64_t ldc, int64_t width) {
+          int64_t ldc, int64_t width, const T* bias) {
   constexpr int W = kVecWidth<T>;
   // Written so that g++ keeps acc and b in registers: an `= {}` initialiser
   // or one memcpy into the whole b array made it store all the accumulators
@@ -156,12 +156,19 @@ void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha
           std::memcpy(&old, crow + v * W, sizeof old);
           out += beta * old;
         }
+        if (bias) {
+          Vec<T> add;
+          std::memcpy(&add, bias + v * W, sizeof add);
+          out += add;
+        }
         std::memcpy(crow + v * W, &out, sizeof out);
       } else {
         T sum[W];
         std::memcpy(sum, &out, sizeof sum);
-        for (int64_t j = 0; j < cols; ++j)
-          crow[v * W + j] = beta == T(0) ? sum[j] : sum[j] + beta * crow[v * W + j];
+        for (int64_t j = 0; j < cols; ++j) {
+          const T y = beta == T(0) ? sum[j] : sum[j] + beta * crow[v * W + j];
+          crow[v * W + j] = bias ? y + bias[v * W + j] : y;  // (not y + 0: that turns -0 into +0)
+        }
       }
     }
   }
@@ -182,15 +189,16 @@ struct RowsOfA {
 
 template <class T, int G, int NV>
 void tile_of(int64_t i, int64_t kc, const RowsOfA<T>& a, const T* panel, int64_t ps, T alpha,
-             T beta, T* c, int64_t ldc, int64_t width) {
+             T beta, T* c, int64_t ldc, int64_t width, const T* bias) {
   if (a.packed)
     tile<T, G, NV, true>(kc, a.base + (i - a.first) * kc, G, panel, ps, alpha, beta, c + i * ldc,
-                         ldc, width);
+                         ldc, width, bias);
   else if (a.columns)
-    tile<T, G, NV, true>(kc, a.base + i, a.stride, panel, ps, alpha, beta, c + i * ldc, ldc, width);
+    tile<T, G, NV, true>(kc, a.base + i, a.stride, panel, ps, alpha, beta, c + i * ldc, ldc, width,
+                         bias);
   else
     tile<T, G, NV, false>(kc, a.base + i * a.stride, a.stride, panel, ps, alpha, beta, c + i * ldc,
-                          ldc, width);
+                          ldc, width, bias);
 }
 
 // Tiles for rows i0 .. i1-1 against one panel: R rows at a time (the
@@ -198,28 +206,28 @@ void tile_of(int64_t i, int64_t kc, const RowsOfA<T>& a, const T* panel, int64_t
 // rows.
 template <class T, int R, int NV>
 void tile_rows_of(int64_t i0, int64_t i1, int64_t kc, const RowsOfA<T>& a, const T* panel,
-                  int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+                  int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width, const T* bias) {
   int64_t i = i0;
-  for (; i + R <= i1; i += R) tile_of<T, R, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+  for (; i + R <= i1; i += R) tile_of<T, R, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
   if constexpr (R > 8) {
-    for (; i + 8 <= i1; i += 8) tile_of<T, 8, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+    for (; i + 8 <= i1; i += 8) tile_of<T, 8, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
   }
   if constexpr (R > 4) {
-    for (; i + 4 <= i1; i += 4) tile_of<T, 4, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+    for (; i + 4 <= i1; i += 4) tile_of<T, 4, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
   }
-  for (; i + 2 <= i1; i += 2) tile_of<T, 2, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
-  for (; i < i1; ++i) tile_of<T, 1, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width);
+  for (; i + 2 <= i1; i += 2) tile_of<T, 2, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
+  for (; i < i1; ++i) tile_of<T, 1, NV>(i, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
 }
 
 // Packed A is always cut into groups of kTileRows (pack_a_block), so its
 // tiles are of kTileRows rows whatever the panel's width.
 template <class T, int NV>
 void tile_rows(int64_t i0, int64_t i1, int64_t kc, const RowsOfA<T>& a, const T* panel,
-               int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width) {
+               int64_t ps, T alpha, T beta, T* c, int64_t ldc, int64_t width, const T* bias) {
   if (a.packed)
-    tile_rows_of<T, kTileRows, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width);
+    tile_rows_of<T, kTileRows, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
   else
-    tile_rows_of<T, kRowsFor<NV>, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width);
+    tile_rows_of<T, kRowsFor<NV>, NV>(i0, i1, kc, a, panel, ps, alpha, beta, c, ldc, width, bias);
 }
 
 // The sizes of the row groups tile_rows_of cuts rows i0 .. i1-1 into, for
@@ -366,7 +374,7 @@ constexpr int64_t kPackAFromPanels = 16;
 template <class T>
 void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
                  int64_t k, T alpha, const T* a, int64_t lda, const T* packed, Panels pl, T beta,
-                 T* c, int64_t ldc) {
+                 T* c, int64_t ldc, const T* bias) {
   const int64_t ps = pl.stride;
   const bool pack_a = trans_a && q1 - q0 >= kPackAFromPanels;
   thread_local std::vector<T> a_buffer;
@@ -386,11 +394,13 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, i
       for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
         const int64_t width = std::min(ps, n - j0);
         const T* panel = packed + j0 * k + p0 * ps;
+        const T* block_bias = p0 == 0 && bias ? bias + j0 : nullptr;  // added once, with the first block
         if (width > kVecWidth<T>)
           tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc,
-                                   width);
+                                   width, block_bias);
         else
-          tile_rows<T, 1>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc, width);
+          tile_rows<T, 1>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc, width,
+                          block_bias);
       }
     }
   }
@@ -410,7 +420,7 @@ bool is_tiny(int64_t n, int64_t k) {
 
 template <class T>
 void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
   alignas(64) T stack_panel[kTinyDepth * kPanelWidth<T>];
   const T* panel = stack_panel;
@@ -426,9 +436,9 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
   }
   const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
   if (pl.stride == kVecWidth<T>)
-    tile_rows<T, 1>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n);
+    tile_rows<T, 1>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n, bias);
   else
-    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n);
+    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n, bias);
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
@@ -442,7 +452,8 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 // does not depend on the thread count.
 template <class T>
 void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias,
+                 int threads) {
   const Panels pl = panels_for<T>(n);
   // One buffer per calling thread, grown as needed and reused by every later call.
   thread_local std::vector<T> buffer;
@@ -453,7 +464,7 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
   const int64_t tiles = (m + R - 1) / R;
   if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
     for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc, bias);
     return;
   }
   // By panels when C has few rows (up to 16 tiles a thread) or many panels
@@ -468,14 +479,15 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
     if (by_panels) {
       const int64_t q0 = pl.count * t / nt, q1 = pl.count * (t + 1) / nt;
       for (int64_t q = q0; q < q1; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, packed, pl, beta, c, ldc, bias);
     } else {
 #pragma omp for schedule(static)
       for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
       // (the loop's implicit barrier: every panel is packed before any is read)
       const int64_t i0 = std::min(m, tiles * t / nt * R), i1 = std::min(m, tiles * (t + 1) / nt * R);
       if (i0 < i1)
-        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc);
+        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc,
+                    bias);
     }
   }
 }
@@ -519,16 +531,17 @@ std::string cpu() {
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
+          const T* bias) {
   if (threads <= 1 && is_tiny<T>(n, k))
-    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   else
-    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+    kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, threads);
 }
 
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                          const float*, int64_t, float, float*, int64_t, int);
+                          const float*, int64_t, float, float*, int64_t, int, const float*);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t, int);
+                           const double*, int64_t, double, double*, int64_t, int, const double*);
 
 }  // namespace sg::kernel::tile

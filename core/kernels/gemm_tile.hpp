@@ -3,7 +3,10 @@
 // (core/kernels/gemm.cpp) does not send to BLIS. Internal: user code calls
 // sg::kernel::gemm, which checks shapes and strides first.
 //
-//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C
+//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C [+ bias]
+//
+// bias, when not null, is n values added to every row of C as each tile is
+// stored (a Linear layer's bias), after alpha * op(A) op(B) + beta * C.
 //
 // m, n, k > 0 and the strides already checked. Runs on `threads` threads
 // (1: the calling thread only); each element of C is summed by one thread
@@ -29,6 +32,7 @@ std::string cpu();
 
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads);
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
+          const T* bias = nullptr);
 
 }  // namespace sg::kernel::tile

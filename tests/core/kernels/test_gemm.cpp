@@ -99,8 +99,11 @@ const std::vector<Dims> kShapes = {{1, 1, 1},     {3, 5, 7},      {16, 16, 16}, 
                                    {5, 1030, 1025},
                                    {23, 8, 5},    {25, 24, 33},   {7, 12, 300},   {13, 4, 17}};
 
+// With `with_bias`, C also gets n bias values added to every row (the
+// Linear layer's use), and the naive reference adds them after the rest.
 template <class T>
-void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad_cols) {
+void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad_cols,
+                bool with_bias = false) {
   const auto [m, n, k] = d;
   // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k); rows padded.
   const int64_t lda = (ta ? m : k) + pad_cols, ldb = (tb ? k : n) + pad_cols;
@@ -115,8 +118,15 @@ void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad
       else if (beta == 0) c[i * ldc + j] = std::numeric_limits<T>::quiet_NaN();  // must be overwritten
   std::vector<double> ref, scale;
   naive_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc, ref, scale);
+  const auto bias = random_values<T>(n, 4);
+  if (with_bias)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        ref[i * n + j] += double(bias[j]);
+        scale[i * n + j] += std::abs(double(bias[j]));
+      }
   sg::kernel::gemm<T>(ta, tb, m, n, k, T(alpha), a.data(), lda, b.data(), ldb, T(beta), c.data(),
-                    ldc);
+                    ldc, with_bias ? bias.data() : nullptr);
   check_close(c.data(), m, n, ldc, ref, scale, pad);
 }
 
@@ -132,6 +142,48 @@ TEMPLATE_TEST_CASE("gemm matches a naive triple loop", "[gemm]", float, double) 
         check_gemm<TestType>(ta, tb, d, 0.75, beta, 0);
         check_gemm<TestType>(ta, tb, d, -1.5, beta, 3);  // leading dimensions > widths
       }
+}
+
+// The bias goes in as our kernel stores each tile (in the first depth block
+// only: k = 600 has three), or into C before BLIS runs (5 x 1030 x 1025),
+// or alone when there is no product (k = 0).
+TEMPLATE_TEST_CASE("gemm with a bias adds it to every row of C, on every path", "[gemm]", float,
+                   double) {
+  for (const Dims& d : kShapes)
+    for (int t = 0; t < 4; ++t)
+      for (double beta : {0.0, 1.0, -0.5}) {
+        const bool ta = t & 1, tb = t & 2;
+        INFO("m=" << d.m << " n=" << d.n << " k=" << d.k << " ta=" << ta << " tb=" << tb
+                  << " beta=" << beta);
+        check_gemm<TestType>(ta, tb, d, 0.75, beta, 0, true);
+        check_gemm<TestType>(ta, tb, d, -1.5, beta, 3, true);
+      }
+  using T = TestType;
+  const std::vector<T> bias = {T(1), T(-2), T(0.5)};
+  std::vector<T> c(6, std::numeric_limits<T>::quiet_NaN());
+  sg::kernel::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(0), c.data(), 3, bias.data());
+  for (int i = 0; i < 6; ++i) REQUIRE(c[i] == bias[i % 3]);
+  sg::kernel::gemm<T>(false, false, 2, 3, 0, T(1), nullptr, 1, nullptr, 3, T(2), c.data(), 3, bias.data());
+  for (int i = 0; i < 6; ++i) REQUIRE(c[i] == T(3) * bias[i % 3]);
+}
+
+TEMPLATE_TEST_CASE("gemm with a bias: one thread and two give the same bits", "[gemm]", float, double) {
+  using T = TestType;
+  const int before = sg::num_threads();
+  for (const Dims& d : {Dims{300, 96, 300}, Dims{2048, 128, 64}, Dims{40, 1030, 600}}) {
+    INFO("m=" << d.m << " n=" << d.n << " k=" << d.k);
+    const auto a = random_values<T>(d.m * d.k, 41), b = random_values<T>(d.n * d.k, 42);
+    const auto bias = random_values<T>(d.n, 43);
+    std::vector<T> one(d.m * d.n), two(d.m * d.n);
+    sg::set_num_threads(1);
+    sg::kernel::gemm<T>(false, true, d.m, d.n, d.k, T(1), a.data(), d.k, b.data(), d.k, T(0), one.data(), d.n,
+                        bias.data());
+    sg::set_num_threads(2);
+    sg::kernel::gemm<T>(false, true, d.m, d.n, d.k, T(1), a.data(), d.k, b.data(), d.k, T(0), two.data(), d.n,
+                        bias.data());
+    REQUIRE(std::memcmp(one.data(), two.data(), one.size() * sizeof(T)) == 0);
+  }
+  sg::set_num_threads(before);
 }
 
 TEMPLATE_TEST_CASE("gemm edge sizes: k = 0, alpha = 0, empty C", "[gemm]", float, double) {
