@@ -141,7 +141,8 @@ void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha
   // beta == 0 overwrites whatever C held (even NaN), as BLAS specifies.
   // Unrolled, so that the accumulators go from registers to C: as a loop,
   // g++ zeroed them in memory first and stored them there after the depth
-  // loop, which cost a 16 x 16 x 16 product as much as half its arithmetic.
+  // loop, a fixed cost that small products (attention's heads) felt most
+  // (docs/results.md, "The tile's registers").
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     T* crow = c + r * ldc;
@@ -342,9 +343,8 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
   if (!trans_b && width == kPanelWidth<T>) {
     // A whole panel: copies of a size known at compile time, which g++
     // turns into a few vector moves. With the size a variable, each row was
-    // a call of memmove, whose set-up cost as much as its 128 bytes: packing
-    // the activations of a weight gradient (2,048 rows a panel) took a
-    // tenth of the product's time.
+    // a call of memmove, whose set-up is as long as its 128 bytes' copy
+    // (a weight gradient packs 2,048 such rows a panel).
     for (int64_t p = 0; p < k; ++p)
       std::memcpy(panel + p * ps, b + p * ldb + j0, kPanelWidth<T> * sizeof(T));
   } else if (!trans_b) {
@@ -354,10 +354,9 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
     }
   } else {
     // op(B)(p, j) = b[j * ldb + p]: the panel is columns j0 .. j0+width-1
-    // of B^T, W x W blocks at a time in registers. Gathered value by value,
-    // the copy cost a quarter of the arithmetic of attention's scores
-    // q.k^T (64 x 64 x 32 a head: 2,048 values moved for 8,192 vector
-    // multiply-adds with AVX-512).
+    // of B^T, W x W blocks at a time in registers, in place of one scalar
+    // load and store per value (attention's scores q.k^T at 64 x 64 x 32 a
+    // head move 2,048 values for 8,192 vector multiply-adds with AVX-512).
     pack_transposed(width, k, b + j0 * ldb, ldb, panel, ps);
   }
 }
