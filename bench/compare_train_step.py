@@ -18,9 +18,11 @@ oversubscribes 2 cores):
               OPENBLAS_NUM_THREADS=1, OPENBLAS_CORETYPE unset (this
               environment sets it to Haswell, which halves OpenBLAS's speed)
   blis-avx512 the system's libblas.so.3 (BLIS) forced onto its AVX-512
-              kernels: BLIS_ARCH_TYPE=0, BLIS_NUM_THREADS=1
+              kernels: BLIS_ARCH_TYPE=0, BLIS_NUM_THREADS=1; on a CPU
+              without AVX-512 (a Zen 3) blis-zen3 instead, its AVX2
+              kernels (BLIS_ARCH_TYPE=6), where skx's would not run
   system      the system's libblas.so.3 as it comes (BLIS picks its generic
-              kernels on this machine)
+              kernels on the Zen 5, its zen3 ones on a Zen 3)
 
 --target avx2 or sse42 compares on a narrower vector width, as on a
 student's CPU without AVX-512 (smallgrad from build/avx2 or build/sse42,
@@ -132,6 +134,16 @@ NARROW = {
 }
 
 
+def has_avx512():
+    """Whether this CPU runs AVX-512 (a Zen 3 does not: BLIS's skx kernels would stop on an illegal
+    instruction there)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
 def setups(openblas, target="native"):
     base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "LD_LIBRARY_PATH")}
     if target in NARROW:
@@ -146,9 +158,11 @@ def setups(openblas, target="native"):
                 env.update(BLIS_NUM_THREADS="1")
             out[name] = env
         return out
+    # BLIS on its widest kernels: skx with AVX-512, else zen3 (AVX2 + FMA), what it picks on a Zen 3.
+    blis = ("blis-avx512", "0") if has_avx512() else ("blis-zen3", "6")
     return {
         "openblas": dict(base, LD_LIBRARY_PATH=openblas, OPENBLAS_NUM_THREADS="1"),
-        "blis-avx512": dict(base, BLIS_ARCH_TYPE="0", BLIS_NUM_THREADS="1"),
+        blis[0]: dict(base, BLIS_ARCH_TYPE=blis[1], BLIS_NUM_THREADS="1"),
         "system": dict(base),
     }
 
