@@ -20,14 +20,9 @@
 // memory. --profile adds, per configuration, where a step's time goes: each
 // op's forward and backward (autograd/profiler.hpp), the optimizer, and what
 // is left. bench/torch_train_step.py is the same model in PyTorch, and
-// bench/compare_train_step.sh runs both side by side.
+// bench/compare_train_step.py runs both (and the libtorch peer) side by side.
 //
-// FLOPs per step (multiply-adds count 2), with N = batch * seq tokens,
-// H hidden, F ffn, V vocabulary, L blocks, T seq:
-//   forward  = 2 N (L (4 H^2 + 2 H F) + H V)      the linear layers
-//            + 2 * 2 N T H L                        Q K^T and weights x V
-//   step     = 3 * forward                          backward is twice forward
-// Elementwise work (softmax, layer norm, Adam) is not counted.
+// The configurations and the FLOPs per step are bench/encoder_configs.hpp's.
 #include <blis.h>
 #include <smallgrad.hpp>
 #include <sys/resource.h>
@@ -43,26 +38,13 @@
 #include <vector>
 
 #include "core/kernels/gemm_tile.hpp"
+#include "encoder_configs.hpp"
 
 namespace {
 
-struct Config {
-  const char* name;
-  int64_t vocab, batch, seq, hidden, heads, ffn, blocks;
-};
-
-const Config kConfigs[] = {
-    {"tiny", 16, 64, 16, 64, 4, 128, 2},
-    {"medium", 64, 32, 64, 128, 4, 256, 2},
-    {"large", 256, 16, 128, 256, 8, 1024, 4},
-};
-
-double flops_per_step(const Config& c) {
-  const double n = static_cast<double>(c.batch * c.seq), h = static_cast<double>(c.hidden);
-  const double linear = 2 * n * (c.blocks * (4 * h * h + 2 * h * c.ffn) + h * c.vocab);
-  const double attention = 2.0 * 2.0 * n * c.seq * h * c.blocks;
-  return 3 * (linear + attention);
-}
+using bench::Config;
+using bench::flops_per_step;
+using bench::kConfigs;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

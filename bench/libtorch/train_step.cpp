@@ -20,8 +20,8 @@
 // to measure it against here). Which BLAS libtorch uses is up to the
 // environment (LD_LIBRARY_PATH); bench/compare_train_step.py sets it.
 //
-// FLOPs per step are bench/train_step.cpp's count (linear layers and the two
-// attention products, backward twice forward).
+// The configurations and the FLOPs per step are bench/encoder_configs.hpp's,
+// shared with bench/train_step.cpp.
 #include <sys/resource.h>
 #include <torch/torch.h>
 
@@ -34,28 +34,16 @@
 #include <string>
 #include <vector>
 
+#include "../encoder_configs.hpp"
+
 namespace {
 
 using torch::indexing::None;
 using torch::indexing::Slice;
 
-struct Config {
-  const char* name;
-  int64_t vocab, batch, seq, hidden, heads, ffn, blocks;
-};
-
-const Config kConfigs[] = {
-    {"tiny", 16, 64, 16, 64, 4, 128, 2},
-    {"medium", 64, 32, 64, 128, 4, 256, 2},
-    {"large", 256, 16, 128, 256, 8, 1024, 4},
-};
-
-double flops_per_step(const Config& c) {
-  const double n = static_cast<double>(c.batch * c.seq), h = static_cast<double>(c.hidden);
-  const double linear = 2 * n * (c.blocks * (4 * h * h + 2 * h * c.ffn) + h * c.vocab);
-  const double attention = 2.0 * 2.0 * n * c.seq * h * c.blocks;
-  return 3 * (linear + attention);
-}
+using bench::Config;
+using bench::flops_per_step;
+using bench::kConfigs;
 
 // statistics.median: the mean of the two middle values of an even count.
 double median(std::vector<double> v) {

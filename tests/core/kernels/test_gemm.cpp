@@ -130,18 +130,25 @@ void check_gemm(bool ta, bool tb, Dims d, double alpha, double beta, int64_t pad
   check_close(c.data(), m, n, ldc, ref, scale, pad);
 }
 
-}  // namespace
-
-TEMPLATE_TEST_CASE("gemm matches a naive triple loop", "[gemm]", float, double) {
+// check_gemm over kShapes, every transpose, three betas, with leading
+// dimensions equal to the widths and larger.
+template <class T>
+void check_every_shape(bool with_bias) {
   for (const Dims& d : kShapes)
     for (int t = 0; t < 4; ++t)
       for (double beta : {0.0, 1.0, -0.5}) {
         const bool ta = t & 1, tb = t & 2;
         INFO("m=" << d.m << " n=" << d.n << " k=" << d.k << " ta=" << ta << " tb=" << tb
                   << " beta=" << beta);
-        check_gemm<TestType>(ta, tb, d, 0.75, beta, 0);
-        check_gemm<TestType>(ta, tb, d, -1.5, beta, 3);  // leading dimensions > widths
+        check_gemm<T>(ta, tb, d, 0.75, beta, 0, with_bias);
+        check_gemm<T>(ta, tb, d, -1.5, beta, 3, with_bias);  // leading dimensions > widths
       }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gemm matches a naive triple loop", "[gemm]", float, double) {
+  check_every_shape<TestType>(false);
 }
 
 // The bias goes in as our kernel stores each tile (in the first depth block
@@ -149,15 +156,7 @@ TEMPLATE_TEST_CASE("gemm matches a naive triple loop", "[gemm]", float, double) 
 // or alone when there is no product (k = 0).
 TEMPLATE_TEST_CASE("gemm with a bias adds it to every row of C, on every path", "[gemm]", float,
                    double) {
-  for (const Dims& d : kShapes)
-    for (int t = 0; t < 4; ++t)
-      for (double beta : {0.0, 1.0, -0.5}) {
-        const bool ta = t & 1, tb = t & 2;
-        INFO("m=" << d.m << " n=" << d.n << " k=" << d.k << " ta=" << ta << " tb=" << tb
-                  << " beta=" << beta);
-        check_gemm<TestType>(ta, tb, d, 0.75, beta, 0, true);
-        check_gemm<TestType>(ta, tb, d, -1.5, beta, 3, true);
-      }
+  check_every_shape<TestType>(true);
   using T = TestType;
   const std::vector<T> bias = {T(1), T(-2), T(0.5)};
   std::vector<T> c(6, std::numeric_limits<T>::quiet_NaN());
