@@ -6,10 +6,10 @@
 // op(A) is A, stored (m, k) with row stride lda, or, with trans_a, A stored
 // (k, m) and read transposed; likewise B. beta = 1 accumulates into C (how
 // backward adds gradients without a temporary). bias, when given, is n
-// values added to every row of C, last (a Linear layer's bias): our kernel
-// adds it as it stores C, which saves writing C once before the product and
-// reading it back. Shapes and strides are
-// checked before BLIS is called, because BLIS's own message names no sizes.
+// values added to every row of C (a Linear layer's bias): our kernel adds it
+// as it stores C, which saves writing C once before the product and reading
+// it back. Shapes and strides are checked before BLIS is called, because
+// BLIS's own message names no sizes.
 #include <cstdint>
 
 namespace sg::kernel {
