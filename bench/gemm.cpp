@@ -172,6 +172,16 @@ int main(int argc, char** argv) {
       {"large ffn h.W2", 2048, 256, 1024},
       {"large ffn g.W1^T", 2048, 256, 1024, false, true},
       {"large ffn x^T.g", 256, 1024, 2048, true, false},
+      // The steps' other weight gradients, dW = g^T x: m = out, n = in, k = tokens
+      // (the rows above hold the attention projections' of tiny and medium, the
+      // first FFN layer's of tiny and the second's of large).
+      {"tiny ffn2 x^T.g", 64, 128, 1024, true, false},
+      {"tiny head x^T.g", 16, 64, 1024, true, false},
+      {"medium ffn1 x^T.g", 256, 128, 2048, true, false},
+      {"medium ffn2 x^T.g", 128, 256, 2048, true, false},
+      {"medium head x^T.g", 64, 128, 2048, true, false},
+      {"large x^T.g", 256, 256, 2048, true, false},
+      {"large ffn1 x^T.g", 1024, 256, 2048, true, false},
   };
   for (const Single& s : singles) {
     if (!wanted(s.name)) continue;
