@@ -367,14 +367,30 @@ void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const 
 // (docs/results.md, "GEMM").
 constexpr int64_t kPackAFromPanels = 16;
 
+// C with at most this many rows reads an untransposed op(B) in place when
+// its rows are whole panels (kernel_gemm).
+constexpr int64_t kInPlaceRows = 16;
+
 // Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1, from the packed
 // op(B), block by block. A transposed A read for many panels is packed a
 // block at a time into a buffer of the calling thread.
+// Where kernel_rows finds the panels of op(B): packed (pack_panel), panel q
+// at base + q * stride * k with rows of stride values; or an untransposed B
+// read in place, panel q at base + q * stride with rows ldb apart.
+template <class T>
+struct PanelSource {
+  const T* base;
+  Panels pl;
+  bool in_place;
+  int64_t ldb;
+};
+
 template <class T>
 void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
-                 int64_t k, T alpha, const T* a, int64_t lda, const T* packed, Panels pl, T beta,
+                 int64_t k, T alpha, const T* a, int64_t lda, PanelSource<T> src, T beta,
                  T* c, int64_t ldc, const T* bias) {
-  const int64_t ps = pl.stride;
+  const int64_t ps = src.pl.stride;
+  const int64_t row_stride = src.in_place ? src.ldb : ps, column_step = src.in_place ? 1 : k;
   const bool pack_a = trans_a && q1 - q0 >= kPackAFromPanels;
   thread_local std::vector<T> a_buffer;
   if (pack_a && a_buffer.size() < static_cast<size_t>(kRowBlock * kDepthBlock))
@@ -392,14 +408,14 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, i
       }
       for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
         const int64_t width = std::min(ps, n - j0);
-        const T* panel = packed + j0 * k + p0 * ps;
+        const T* panel = src.base + j0 * column_step + p0 * row_stride;
         const T* block_bias = p0 == 0 && bias ? bias + j0 : nullptr;  // added once, with the first block
         if (width > kVecWidth<T>)
-          tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc,
-                                   width, block_bias);
+          tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0,
+                                   ldc, width, block_bias);
         else
-          tile_rows<T, 1>(r0, r1, kc, rows, panel, ps, alpha, block_beta, c + j0, ldc, width,
-                          block_bias);
+          tile_rows<T, 1>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0, ldc,
+                          width, block_bias);
       }
     }
   }
@@ -454,16 +470,26 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
                  int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias,
                  int threads) {
   const Panels pl = panels_for<T>(n);
+  // With few rows of C (a weight gradient of a short output, as a head over a
+  // small vocabulary: m = 16, k = 1024) each panel is read by a tile or two:
+  // packing op(B) then costs as much as the arithmetic, and an untransposed
+  // B whose rows are whole panels is read where it lies instead.
+  const bool in_place = !trans_b && m <= kInPlaceRows && pl.stride == kPanelWidth<T> &&
+                        n % kPanelWidth<T> == 0;
   // One buffer per calling thread, grown as needed and reused by every later call.
   thread_local std::vector<T> buffer;
-  const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
+  const size_t size = in_place ? 0 : static_cast<size_t>(pl.count * pl.stride * k);
   if (buffer.size() < size) buffer.resize(size);
   T* packed = buffer.data();
+  const PanelSource<T> src{in_place ? b : packed, pl, in_place, ldb};
+  auto pack = [&](int64_t q) {
+    if (!in_place) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+  };
   constexpr int64_t R = kTileRows;  // rows of a full-width tile
   const int64_t tiles = (m + R - 1) / R;
   if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
-    for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc, bias);
+    for (int64_t q = 0; q < pl.count; ++q) pack(q);
+    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, src, beta, c, ldc, bias);
     return;
   }
   // By panels when C has few rows (up to 16 tiles a thread) or many panels
@@ -477,16 +503,15 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (by_panels) {
       const int64_t q0 = pl.count * t / nt, q1 = pl.count * (t + 1) / nt;
-      for (int64_t q = q0; q < q1; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, packed, pl, beta, c, ldc, bias);
+      for (int64_t q = q0; q < q1; ++q) pack(q);
+      kernel_rows(trans_a, 0, m, q0, q1, n, k, alpha, a, lda, src, beta, c, ldc, bias);
     } else {
 #pragma omp for schedule(static)
-      for (int64_t q = 0; q < pl.count; ++q) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
+      for (int64_t q = 0; q < pl.count; ++q) pack(q);
       // (the loop's implicit barrier: every panel is packed before any is read)
       const int64_t i0 = std::min(m, tiles * t / nt * R), i1 = std::min(m, tiles * (t + 1) / nt * R);
       if (i0 < i1)
-        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, packed, pl, beta, c, ldc,
-                    bias);
+        kernel_rows(trans_a, i0, i1, 0, pl.count, n, k, alpha, a, lda, src, beta, c, ldc, bias);
     }
   }
 }

@@ -92,12 +92,16 @@ struct Dims {
 // and k both over 1024). The second line does the same for the narrower
 // targets' tiles (gemm_tile.cpp): AVX2's 6 and 12 rows on panels of 16 and
 // 8 floats (23 = 6 + 6 + 6 + 4 + 1, n = 24 = 16 + 8), SSE's 4 and 8 rows on
-// panels of 8 and 4 (n = 12 = 8 + 4, 7 = 4 + 2 + 1).
+// panels of 8 and 4 (n = 12 = 8 + 4, 7 = 4 + 2 + 1). The third line has C
+// of at most 16 rows, where an untransposed B whose n fills whole panels
+// (64 and 32 on every target) is read in place, over one and three depth
+// blocks, and one (n = 40) where it is packed.
 const std::vector<Dims> kShapes = {{1, 1, 1},     {3, 5, 7},      {16, 16, 16},   {31, 16, 9},
                                    {17, 33, 9},   {31, 40, 64},   {9, 300, 20},   {130, 70, 120},
                                    {100, 96, 300}, {40, 20, 600}, {300, 48, 40},  {170, 160, 170},
                                    {5, 1030, 1025},
-                                   {23, 8, 5},    {25, 24, 33},   {7, 12, 300},   {13, 4, 17}};
+                                   {23, 8, 5},    {25, 24, 33},   {7, 12, 300},   {13, 4, 17},
+                                   {10, 64, 300}, {16, 32, 600},  {12, 40, 50}};
 
 // With `with_bias`, C also gets n bias values added to every row (the
 // Linear layer's use), and the naive reference adds them after the rest.
@@ -405,7 +409,8 @@ TEMPLATE_TEST_CASE("gemm: the weight gradient's paths, every transpose, one and 
                    "[gemm]", float, double) {
   using T = TestType;
   const int before = sg::num_threads();
-  const std::vector<Dims> shapes = {{37, 531, 300}, {19, 1100, 1030}, {150, 531, 270}, {5, 7, 3}};
+  const std::vector<Dims> shapes = {{37, 531, 300}, {19, 1100, 1030}, {150, 531, 270}, {5, 7, 3},
+                                    {16, 64, 1024}};
   for (const Dims& d : shapes)
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
