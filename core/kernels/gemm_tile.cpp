@@ -12,10 +12,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <type_traits>
-#include <utility>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sg::kernel::tile {
@@ -371,9 +371,6 @@ constexpr int64_t kPackAFromPanels = 16;
 // its rows are whole panels (kernel_gemm).
 constexpr int64_t kInPlaceRows = 16;
 
-// Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1, from the packed
-// op(B), block by block. A transposed A read for many panels is packed a
-// block at a time into a buffer of the calling thread.
 // Where kernel_rows finds the panels of op(B): packed (pack_panel), panel q
 // at base + q * stride * k with rows of stride values; or an untransposed B
 // read in place, panel q at base + q * stride with rows ldb apart.
@@ -385,6 +382,9 @@ struct PanelSource {
   int64_t ldb;
 };
 
+// Rows i0 .. i1-1 of C in the columns of panels q0 .. q1-1 of op(B), block
+// by block. A transposed A read for many panels is packed a block at a time
+// into a buffer of the calling thread.
 template <class T>
 void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
                  int64_t k, T alpha, const T* a, int64_t lda, PanelSource<T> src, T beta,
@@ -444,8 +444,6 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     // op(B)'s rows are whole panel rows already: read in place, no copy.
     panel = b;
     ps = ldb;
-  } else if (trans_b) {
-    pack_transposed(n, k, b, ldb, stack_panel, ps);
   } else {
     pack_panel(trans_b, 0, pl, k, n, b, ldb, stack_panel);
   }
