@@ -334,12 +334,12 @@ void pack_transposed(int64_t n, int64_t k, const T* b, int64_t ldb, T* panel, in
     for (int64_t p = 0; p < k; ++p) std::fill(panel + p * ps + n, panel + (p + 1) * ps, T(0));
 }
 
-// Copies panel q of op(B) into `packed`.
+// Copies rows 0 .. k-1 of panel q of op(B) into `panel` (k rows of pl.stride
+// values); b points at op(B)'s row 0 (a depth block's first row).
 template <class T>
 void pack_panel(bool trans_b, int64_t q, Panels pl, int64_t k, int64_t n, const T* b, int64_t ldb,
-                T* packed) {
+                T* panel) {
   const int64_t ps = pl.stride, j0 = q * ps, width = std::min(ps, n - j0);
-  T* panel = packed + j0 * k;
   if (!trans_b && width == kPanelWidth<T>) {
     // A whole panel: copies of a size known at compile time, which g++
     // turns into a few vector moves. With the size a variable, each row was
@@ -371,14 +371,29 @@ constexpr int64_t kPackAFromPanels = 16;
 // its rows are whole panels (kernel_gemm).
 constexpr int64_t kInPlaceRows = 16;
 
-// Where kernel_rows finds the panels of op(B): packed (pack_panel), panel q
-// at base + q * stride * k with rows of stride values; or an untransposed B
-// read in place, panel q at base + q * stride with rows ldb apart.
+// op(B) is packed one depth block at a time (PanelSource's "by block") when
+// all of it packed would take more than this. Packed whole before the
+// arithmetic, a weight gradient's op(B) (the activations x: 8 MiB for the
+// large encoder's second FFN layer) went out to memory and came back once
+// per block of rows; a depth block of its panels (256 rows) stays in L2
+// while every block of rows reads it. Below this size the packed op(B)
+// stays in L2 either way (512 KiB on Zen 3, 1 MiB on Zen 5), and the
+// attention heads' many small products keep their shorter path.
+// Measured: docs/results.md, "Packing B a depth block at a time".
+constexpr size_t kByBlockBytes = size_t{256} << 10;
+
+// Where kernel_rows finds the panels of op(B):
+//   packed    all of op(B) packed before (pack_panel), panel q at base +
+//             q * stride * k, rows of stride values;
+//   in place  an untransposed B read where it lies, panel q at base + q *
+//             stride, rows ldb apart;
+//   by block  B itself (base, ldb, trans_b), packed by kernel_rows one depth
+//             block of its panels at a time into a buffer of its thread.
 template <class T>
 struct PanelSource {
   const T* base;
   Panels pl;
-  bool in_place;
+  bool in_place, by_block, trans_b;
   int64_t ldb;
 };
 
@@ -389,36 +404,55 @@ template <class T>
 void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n,
                  int64_t k, T alpha, const T* a, int64_t lda, PanelSource<T> src, T beta,
                  T* c, int64_t ldc, const T* bias) {
-  const int64_t ps = src.pl.stride;
-  const int64_t row_stride = src.in_place ? src.ldb : ps, column_step = src.in_place ? 1 : k;
+  const int64_t ps = src.pl.stride, j_first = q0 * ps, j_end = std::min(n, q1 * ps);
   const bool pack_a = trans_a && q1 - q0 >= kPackAFromPanels;
-  thread_local std::vector<T> a_buffer;
+  thread_local std::vector<T> a_buffer, b_buffer;
   if (pack_a && a_buffer.size() < static_cast<size_t>(kRowBlock * kDepthBlock))
     a_buffer.resize(kRowBlock * kDepthBlock);
-  for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock) {
-    const int64_t r1 = std::min(i1, r0 + kRowBlock);
+  // Rows r0 .. r1-1 against depth p0 .. p0+kc-1 of every panel; the panel
+  // of column j_first at that depth is `panels`, the next ones column_step
+  // values apart per column, their rows row_stride apart.
+  auto block = [&](int64_t r0, int64_t r1, int64_t p0, int64_t kc, const T* panels,
+                   int64_t column_step, int64_t row_stride) {
+    const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
+    RowsOfA<T> rows{a + (trans_a ? p0 * lda : p0), lda, trans_a, false, r0, kc};
+    if (pack_a) {
+      pack_a_block(r0, r1, kc, a + p0 * lda, lda, a_buffer.data());
+      rows.base = a_buffer.data();
+      rows.packed = true;
+    }
+    for (int64_t j0 = j_first; j0 < j_end; j0 += ps) {
+      const int64_t width = std::min(ps, n - j0);
+      const T* panel = panels + (j0 - j_first) * column_step;
+      const T* block_bias = p0 == 0 && bias ? bias + j0 : nullptr;  // added once, with the first block
+      if (width > kVecWidth<T>)
+        tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0,
+                                 ldc, width, block_bias);
+      else
+        tile_rows<T, 1>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0, ldc,
+                        width, block_bias);
+    }
+  };
+  if (src.by_block) {
+    // Depth blocks outermost: each block of the panels is packed once, into
+    // a buffer that stays in cache while every row block reads it.
+    const size_t size = static_cast<size_t>((q1 - q0) * ps * kDepthBlock);
+    if (b_buffer.size() < size) b_buffer.resize(size);
     for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
       const int64_t kc = std::min(kDepthBlock, k - p0);
-      const T block_beta = p0 == 0 ? beta : T(1);  // later depth blocks add to C
-      RowsOfA<T> rows{a + (trans_a ? p0 * lda : p0), lda, trans_a, false, r0, kc};
-      if (pack_a) {
-        pack_a_block(r0, r1, kc, a + p0 * lda, lda, a_buffer.data());
-        rows.base = a_buffer.data();
-        rows.packed = true;
-      }
-      for (int64_t j0 = q0 * ps; j0 < std::min(n, q1 * ps); j0 += ps) {
-        const int64_t width = std::min(ps, n - j0);
-        const T* panel = src.base + j0 * column_step + p0 * row_stride;
-        const T* block_bias = p0 == 0 && bias ? bias + j0 : nullptr;  // added once, with the first block
-        if (width > kVecWidth<T>)
-          tile_rows<T, kPanelVecs>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0,
-                                   ldc, width, block_bias);
-        else
-          tile_rows<T, 1>(r0, r1, kc, rows, panel, row_stride, alpha, block_beta, c + j0, ldc,
-                          width, block_bias);
-      }
+      const T* b_block = src.base + (src.trans_b ? p0 : p0 * src.ldb);
+      for (int64_t q = q0; q < q1; ++q)
+        pack_panel(src.trans_b, q, src.pl, kc, n, b_block, src.ldb, b_buffer.data() + (q - q0) * ps * kc);
+      for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock)
+        block(r0, std::min(i1, r0 + kRowBlock), p0, kc, b_buffer.data(), kc, ps);
     }
+    return;
   }
+  const int64_t row_stride = src.in_place ? src.ldb : ps, column_step = src.in_place ? 1 : k;
+  for (int64_t r0 = i0; r0 < i1; r0 += kRowBlock)
+    for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock)
+      block(r0, std::min(i1, r0 + kRowBlock), p0, std::min(kDepthBlock, k - p0),
+            src.base + j_first * column_step + p0 * row_stride, column_step, row_stride);
 }
 
 // A product whose op(B) fits in one panel (n <= P) and kTinyDepth rows
@@ -445,7 +479,7 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     panel = b;
     ps = ldb;
   } else {
-    pack_panel(trans_b, 0, pl, k, n, b, ldb, stack_panel);
+    pack_panel(trans_b, 0, pl, k, n, b, ldb, static_cast<T*>(stack_panel));
   }
   const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
   if (pl.stride == kVecWidth<T>)
@@ -460,9 +494,12 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 // parallel; or, when C has few rows or many panels (a weight gradient:
 // 64 x 64 with k = 1024; a 1024 x 1024 square), its own panels, which it
 // packs itself, so that no thread reads a panel from another core's cache
-// (that made a weight gradient slower on 2 threads than on 1). Either
-// way each element of C is summed by one thread in one order, so the result
-// does not depend on the thread count.
+// (that made a weight gradient slower on 2 threads than on 1); past
+// kByBlockBytes, one thread or each thread of its own panels packs them a
+// depth block at a time instead (kernel_rows). Every way, each element of
+// C is summed by one thread in one order (depth blocks in turn, each summed
+// in a tile), so the result depends neither on the thread count nor on the
+// path.
 template <class T>
 void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                  int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias,
@@ -474,28 +511,31 @@ void kernel_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T 
   // B whose rows are whole panels is read where it lies instead.
   const bool in_place = !trans_b && m <= kInPlaceRows && pl.stride == kPanelWidth<T> &&
                         n % kPanelWidth<T> == 0;
-  // One buffer per calling thread, grown as needed and reused by every later call.
-  thread_local std::vector<T> buffer;
-  const size_t size = in_place ? 0 : static_cast<size_t>(pl.count * pl.stride * k);
-  if (buffer.size() < size) buffer.resize(size);
-  T* packed = buffer.data();
-  const PanelSource<T> src{in_place ? b : packed, pl, in_place, ldb};
-  auto pack = [&](int64_t q) {
-    if (!in_place) pack_panel(trans_b, q, pl, k, n, b, ldb, packed);
-  };
   constexpr int64_t R = kTileRows;  // rows of a full-width tile
   const int64_t tiles = (m + R - 1) / R;
-  if (threads <= 1 || (tiles < 2 && pl.count < 2)) {
-    for (int64_t q = 0; q < pl.count; ++q) pack(q);
-    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, src, beta, c, ldc, bias);
-    return;
-  }
+  const bool one_thread = threads <= 1 || (tiles < 2 && pl.count < 2);
   // By panels when C has few rows (up to 16 tiles a thread) or many panels
   // (4 a thread); with 2 panels and 1024 rows (x.W of the tiny encoder)
   // splitting rows is faster: by panels, both threads would stream all of A
   // for half the arithmetic each (measured in docs/results.md, "GEMM").
   const bool by_panels =
       pl.count >= threads && (tiles <= 16 * threads || pl.count >= 4 * threads);
+  const size_t size = static_cast<size_t>(pl.count * pl.stride * k);
+  // The rows split between threads share one packed op(B), packed whole.
+  const bool by_block = !in_place && (one_thread || by_panels) && size * sizeof(T) > kByBlockBytes;
+  // One buffer per calling thread, grown as needed and reused by every later call.
+  thread_local std::vector<T> buffer;
+  if (!in_place && !by_block && buffer.size() < size) buffer.resize(size);
+  T* packed = buffer.data();
+  const PanelSource<T> src{in_place || by_block ? b : packed, pl, in_place, by_block, trans_b, ldb};
+  auto pack = [&](int64_t q) {
+    if (!in_place && !by_block) pack_panel(trans_b, q, pl, k, n, b, ldb, packed + q * pl.stride * k);
+  };
+  if (one_thread) {
+    for (int64_t q = 0; q < pl.count; ++q) pack(q);
+    kernel_rows(trans_a, 0, m, 0, pl.count, n, k, alpha, a, lda, src, beta, c, ldc, bias);
+    return;
+  }
 #pragma omp parallel num_threads(threads)
   {
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();

@@ -401,7 +401,9 @@ TEST_CASE("gemm inside an OpenMP region runs on one thread and stays correct", "
 // 33 panels of 16 with AVX2's), and a transposed A with at most 256 rows sent
 // to the kernel even when n and k are both over 1024 (1100 x 1030). Row
 // counts that are not multiples of any tile (37, 19, 150 past the row block
-// of 128), depths past one block (300, 1030). Every transpose, both dtypes;
+// of 128), depths past one block (300, 1030). The first three pack op(B) a
+// depth block at a time (over 256 KiB of it on every target), on one thread
+// and on two, each packing its own panels. Every transpose, both dtypes;
 // against the naive loop with a tolerance of k units in the last place of
 // the sum of |a b| (the bound for any order of summation); and one thread
 // and two give the same bits.
