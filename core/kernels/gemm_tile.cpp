@@ -479,7 +479,7 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     panel = b;
     ps = ldb;
   } else {
-    pack_panel(trans_b, 0, pl, k, n, b, ldb, static_cast<T*>(stack_panel));
+    pack_panel(trans_b, 0, pl, k, n, b, ldb, stack_panel);
   }
   const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
   if (pl.stride == kVecWidth<T>)
