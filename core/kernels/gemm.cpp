@@ -12,7 +12,8 @@
 //                       every product on a target with no tuned tile (BLIS
 //                       has kernels for it; a generic loop would be slow)
 //   a batch             OpenMP over the batch, each product on one thread,
-//                       never threads inside threads
+//                       never threads inside threads; tiny products (our
+//                       kernel's, attention's heads) a run at a time
 //
 // Every matrix is row-major: element (i, j) of a matrix with leading
 // dimension ld is at p[i * ld + j] (for BLIS: row stride ld, column stride
@@ -196,17 +197,39 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
       gemm(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc);
     return;
   }
-  auto one = [&](int64_t i) {  // product i, on the calling thread
-    product(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc, 1);
+  // Tiny products (attention's heads) go to the kernel as whole runs of
+  // products, [i0, i1) a call, with their operands listed first: at 16 x 16
+  // x 16 the call chain per product (product, tile::gemm, its dispatch)
+  // cost a good part of the arithmetic (docs/results.md, "Attention's tiny
+  // heads"). Each product's bits are those it gets alone.
+  const bool tiny = k > 0 && alpha != T(0) && use_kernel(trans_a, m, n, k) && tile::fits_tiny<T>(n, k);
+  std::vector<const T*> as, bs;
+  std::vector<T*> cs;
+  if (tiny) {
+    as.resize(batch), bs.resize(batch), cs.resize(batch);
+    for (int64_t i = 0; i < batch; ++i) as[i] = a_at(i), bs[i] = b_at(i), cs[i] = c_at(i);
+  }
+  auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
+    if (tiny) {
+      tile::gemm_tiny(trans_a, trans_b, m, n, k, alpha, as.data() + i0, lda, bs.data() + i0, ldb,
+                      beta, cs.data() + i0, ldc, i1 - i0);
+      return;
+    }
+    for (int64_t i = i0; i < i1; ++i)
+      product(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc, 1);
   };
   // A plain loop, not `omp parallel if(false)`: even a one-thread region
   // costs ~1.3 us, ten 16x16x16 products' worth.
   if (threads == 1 || batch * (m * n * k + kProductOverhead) < kBatchParallelWork) {
-    for (int64_t i = 0; i < batch; ++i) one(i);
+    run(0, batch);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < batch; ++i) one(i);
+#pragma omp parallel num_threads(threads)
+  {
+    // Contiguous shares, as schedule(static) would give.
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    run(batch * t / nt, batch * (t + 1) / nt);
+  }
 }
 
 }  // namespace

@@ -135,7 +135,8 @@ void tile(int64_t kc, const T* a, int64_t s, const T* panel, int64_t ps, T alpha
   // (AVX-512's tile for one-vector panels, as attention's 16 x 16 heads)
   // needs 15 multiples of s in registers; g++ kept some in vector registers
   // and moved one back to a general register before every few
-  // multiply-adds, and the tiny heads' products ran 10-15% slower.
+  // multiply-adds (the tiny heads ran slower for it: docs/results.md,
+  // "Attention's tiny heads").
   const T* a8 = kColumns || R <= 8 ? a : a + 8 * s;
   for (int64_t p = 0; p < kc; ++p) {
     Vec<T> b[NV];
@@ -474,25 +475,36 @@ bool is_tiny(int64_t n, int64_t k) {
   return n <= kPanelWidth<T> && k <= kTinyDepth;
 }
 
+// `count` products of one tiny shape, product i from a[i], b[i] into c[i],
+// one after another on the calling thread (a single product is a count of
+// 1). A batch of them (attention's heads: 256 products of 16 x 16 x 16 a
+// call on the tiny encoder) decides once how op(B) is read and which tile
+// runs: at this size a call and a dispatch per product cost a good part of
+// the arithmetic (docs/results.md, "Attention's tiny heads").
 template <class T>
-void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
+void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+               const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
+               int64_t ldc, const T* bias, int64_t count) {
   const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
   alignas(64) T stack_panel[kTinyDepth * kPanelWidth<T>];
-  const T* panel = stack_panel;
-  int64_t ps = pl.stride;
-  if (!trans_b && n == ps) {
-    // op(B)'s rows are whole panel rows already: read in place, no copy.
-    panel = b;
-    ps = ldb;
-  } else {
-    pack_panel(trans_b, 0, pl, k, n, b, ldb, stack_panel);
-  }
-  const RowsOfA<T> rows{a, lda, trans_a, false, 0, k};
+  // op(B)'s rows that are whole panel rows already are read in place, no copy.
+  const bool in_place = !trans_b && n == pl.stride;
+  const int64_t ps = in_place ? ldb : pl.stride;
+  auto each = [&]<int NV>(std::integral_constant<int, NV>) {
+    for (int64_t i = 0; i < count; ++i) {
+      const T* panel = b[i];
+      if (!in_place) {
+        pack_panel(trans_b, 0, pl, k, n, b[i], ldb, stack_panel);
+        panel = stack_panel;
+      }
+      const RowsOfA<T> rows{a[i], lda, trans_a, false, 0, k};
+      tile_rows<T, NV>(0, m, k, rows, panel, ps, alpha, beta, c[i], ldc, n, bias);
+    }
+  };
   if (pl.stride == kVecWidth<T>)
-    tile_rows<T, 1>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n, bias);
+    each(std::integral_constant<int, 1>{});
   else
-    tile_rows<T, kPanelVecs>(0, m, k, rows, panel, ps, alpha, beta, c, ldc, n, bias);
+    each(std::integral_constant<int, kPanelVecs>{});
 }
 
 // The whole product with our kernel, on `threads` threads. The panels of
@@ -603,11 +615,31 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
           const T* bias) {
   if (threads <= 1 && is_tiny<T>(n, k))
-    tiny_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+    tiny_gemm(trans_a, trans_b, m, n, k, alpha, &a, lda, &b, ldb, beta, &c, ldc, bias, 1);
   else
     kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, threads);
 }
 
+template <class T>
+bool fits_tiny(int64_t n, int64_t k) {
+  return is_tiny<T>(n, k);
+}
+
+template <class T>
+void gemm_tiny(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+               const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
+               int64_t ldc, int64_t count) {
+  tiny_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr, count);
+}
+
+template bool fits_tiny<float>(int64_t, int64_t);
+template bool fits_tiny<double>(int64_t, int64_t);
+template void gemm_tiny<float>(bool, bool, int64_t, int64_t, int64_t, float, const float* const*,
+                               int64_t, const float* const*, int64_t, float, float* const*, int64_t,
+                               int64_t);
+template void gemm_tiny<double>(bool, bool, int64_t, int64_t, int64_t, double, const double* const*,
+                                int64_t, const double* const*, int64_t, double, double* const*,
+                                int64_t, int64_t);
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t, int, const float*);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,

@@ -35,4 +35,19 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
           const T* bias = nullptr);
 
+// Whether a product with these n and k is small enough for gemm_tiny
+// (one panel of op(B), a short depth: attention's per-head products).
+template <class T>
+bool fits_tiny(int64_t n, int64_t k);
+
+// `count` products of one shape that fits_tiny, each
+//   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i
+// with A_i = a[i], B_i = b[i], C_i = c[i], in turn on the calling thread:
+// a batch of tiny products without a call and a dispatch per product. Each
+// C_i is summed as gemm sums it (the same bits).
+template <class T>
+void gemm_tiny(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+               const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
+               int64_t ldc, int64_t count);
+
 }  // namespace sg::kernel::tile

@@ -573,6 +573,60 @@ TEMPLATE_TEST_CASE("gemm_grid: the tiny path at sizes around its limits, bitwise
         }
 }
 
+// A batch of tiny products big enough to run on two threads (128 products
+// of attention's sizes, heads read in place with odd row strides) goes to
+// the kernel a run of products at a time (gemm.cpp, gemm_tile.cpp's
+// gemm_tiny): every product must come out bit for bit as it does alone
+// through gemm, on one thread and on two, and close to the naive sum. Beta
+// 1 adds into C; beta 0 overwrites a NaN.
+TEMPLATE_TEST_CASE("gemm_grid: a batch of tiny products gives each product's own bits, on any thread count",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  const int before = sg::num_threads();
+  const int64_t H = 4, batch = 32;
+  for (int t = 0; t < 4; ++t)
+    for (const Dims d : {Dims{16, 16, 16}, Dims{13, 5, 13}, Dims{16, 32, 8}, Dims{7, 9, 31}, Dims{1, 17, 3}})
+      for (const int beta : {0, 1}) {
+        const bool ta = t & 1, tb = t & 2;
+        const int64_t m = d.m, n = d.n, k = d.k;
+        INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta);
+        const int64_t a_cols = ta ? m : k, a_rows = ta ? k : m;
+        const int64_t b_cols = tb ? k : n, b_rows = tb ? n : k;
+        const int64_t lda = H * a_cols + 1, ldb = H * b_cols + 3;
+        const sg::kernel::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
+        const sg::kernel::GridStrides sc{H * m * n, m * n};
+        const auto a = random_values<T>(batch * sa.outer, 61);
+        const auto b = random_values<T>(batch * sb.outer, 62);
+        std::vector<T> c0 = random_values<T>(batch * sc.outer, 63);
+        if (beta == 0) std::fill(c0.begin(), c0.end(), std::numeric_limits<T>::quiet_NaN());
+        // Each product alone, through gemm on one thread.
+        std::vector<T> alone = c0;
+        sg::set_num_threads(1);
+        for (int64_t o = 0; o < batch; ++o)
+          for (int64_t h = 0; h < H; ++h)
+            sg::kernel::gemm<T>(ta, tb, m, n, k, T(1), a.data() + o * sa.outer + h * sa.inner, lda,
+                                b.data() + o * sb.outer + h * sb.inner, ldb, T(beta),
+                                alone.data() + o * sc.outer + h * sc.inner, n);
+        for (const int threads : {1, 2}) {
+          INFO("threads=" << threads);
+          std::vector<T> got = c0;
+          sg::set_num_threads(threads);
+          sg::kernel::gemm_grid<T>(ta, tb, m, n, k, T(1), a.data(), lda, sa, b.data(), ldb, sb,
+                                   T(beta), got.data(), n, sc, batch, H);
+          sg::set_num_threads(before);
+          REQUIRE(std::memcmp(got.data(), alone.data(), got.size() * sizeof(T)) == 0);
+        }
+        for (const int64_t i : {int64_t{0}, batch * H / 2 + 1, batch * H - 1}) {  // first, middle, last
+          const int64_t o = i / H, h = i % H;
+          std::vector<double> ref, scale;
+          naive_gemm(ta, tb, m, n, k, 1.0, a.data() + o * sa.outer + h * sa.inner, lda,
+                     b.data() + o * sb.outer + h * sb.inner, ldb, double(beta),
+                     c0.data() + o * sc.outer + h * sc.inner, n, ref, scale);
+          check_close(alone.data() + o * sc.outer + h * sc.inner, m, n, n, ref, scale, T(0));
+        }
+      }
+}
+
 // ---------------------------------------------------------------- matmul
 
 namespace {
