@@ -15,6 +15,7 @@
 #include "autograd/ops/shape.hpp"
 #include "autograd/ops/unary.hpp"
 #include "autograd/tools/gradcheck.hpp"
+#include "core/kernels.hpp"
 #include "core/random.hpp"
 #include "core/runtime.hpp"
 #include "core/tensor.hpp"
@@ -140,4 +141,79 @@ TEST_CASE("dropout given a key: the key the generator would draw gives its mask,
   const std::vector<double> row = sg::dropout(sg::ones({6}), 0.4, true, sg::DropoutKey{key}).to_vector<double>();
   REQUIRE(sg::dropout(sg::scalar(1.0), 0.4, true, sg::DropoutKey{key, 3, 1}).item<double>() == row[3]);
   REQUIRE_THROWS_WITH(sg::dropout(x, 1.0, true, sg::DropoutKey{key}), Contains("dropout: p must be in [0, 1), got 1"));
+}
+
+// The documented coin (autograd/ops/dropout.cpp), one element at a time: the
+// index's low 32 bits through triple32 keyed by (k0, k1), which SplitMix64's
+// finaliser makes from the key and the index's high 32 bits. The kernel runs
+// it in vector lanes; this is the scalar reading of the same formula, so a
+// kernel whose lanes take the wrong index (an off-by-one, lanes narrowed from
+// 64 bits in the wrong order, a run that crosses 2^32) drops other elements
+// and fails here, where the statistical tests above would still pass.
+namespace {
+
+uint32_t reference_coin(uint64_t key, uint64_t index) {
+  uint64_t z = key + ((index >> 32) + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const auto k0 = static_cast<uint32_t>(z), k1 = static_cast<uint32_t>(z >> 32);
+  uint32_t x = static_cast<uint32_t>(index) ^ k0;
+  x ^= x >> 17;
+  x *= 0xED5AD4BBu;
+  x ^= x >> 11;
+  x *= 0xAC4C1B51u;
+  x ^= k1;
+  x ^= x >> 15;
+  x *= 0x31848BABu;
+  return x ^ (x >> 14);
+}
+
+// y from x under dropout(p) with `key`, x's element i counted as index base + i.
+template <class T>
+void require_reference_mask(const Tensor& x, const Tensor& y, double p, uint64_t key, uint64_t base) {
+  const auto threshold = static_cast<uint32_t>(std::ldexp(p, 32));
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  const T* in = x.data<T>();
+  const T* out = y.data<T>();
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const bool drop = reference_coin(key, base + static_cast<uint64_t>(i)) < threshold;
+    const T want = in[i] * (drop ? T(0) : scale);
+    dropped += drop;
+    if (!(out[i] == want)) {
+      INFO("element " << i << " (index " << base + i << "): got " << out[i] << ", want " << want);
+      REQUIRE(out[i] == want);
+    }
+  }
+  if (x.numel() >= 100) REQUIRE((dropped > 0 && dropped < x.numel()));  // both kinds of element were compared
+}
+
+}  // namespace
+
+TEST_CASE("dropout's mask is the documented hash of each element's index, bit for bit", "[autograd][dropout]") {
+  const int before = sg::num_threads();
+  // Sizes around the vector widths (4 to 16 lanes) and the kernel's blocks
+  // of 8192 elements, in float and double, on one thread and on two.
+  for (const int threads : {1, 2}) {
+    sg::set_num_threads(threads);
+    sg::Generator gen(5);
+    for (const int64_t n : {1, 7, 8, 9, 17, 33, 1000, 8192, 8193, 100003}) {
+      INFO("n=" << n << " threads=" << threads);
+      const uint64_t key = gen.next_u64();
+      const Tensor x64 = normal({n}, 150 + n), x32 = sg::kernel::to(x64, sg::float32);
+      require_reference_mask<float>(x32, sg::dropout(x32, 0.3, true, sg::DropoutKey{key}), 0.3, key, 0);
+      require_reference_mask<double>(x64, sg::dropout(x64, 0.3, true, sg::DropoutKey{key}), 0.3, key, 0);
+    }
+  }
+  sg::set_num_threads(before);
+  // A micro-batch counts from its first example: examples 5..7 of 3 values.
+  const Tensor x = normal({3, 3}, 160);
+  require_reference_mask<double>(x, sg::dropout(x, 0.5, true, sg::DropoutKey{77, 5, 3}), 0.5, 77, 15);
+  // Examples of one value each, from index 2^32 - 5: the first five coins
+  // take the round keys of high half 0, the next five those of high half 1.
+  const Tensor across = sg::kernel::to(normal({10}, 161), sg::float32);
+  const int64_t first = (int64_t{1} << 32) - 5;
+  require_reference_mask<float>(across, sg::dropout(across, 0.5, true, sg::DropoutKey{78, first, 10}), 0.5, 78,
+                                static_cast<uint64_t>(first));
 }
