@@ -507,6 +507,23 @@ TEMPLATE_TEST_CASE("gemm_grid: attention's three kinds of product at odd sizes, 
   sg::set_num_threads(before);
 }
 
+// H heads side by side in each of a grid's batch rows, as attention lays
+// them out, for products C (m, n) = op(A) op(B): each head of A and B is a
+// column block of rows with odd strides (lda, ldb), and each head of C a
+// whole (m, n) matrix. The strides are gemm_grid's.
+namespace {
+struct HeadsGrid {
+  int64_t lda, ldb;
+  sg::kernel::GridStrides sa, sb, sc;
+};
+HeadsGrid heads_grid(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t H) {
+  const int64_t a_cols = ta ? m : k, a_rows = ta ? k : m;
+  const int64_t b_cols = tb ? k : n, b_rows = tb ? n : k;
+  const int64_t lda = H * a_cols + 1, ldb = H * b_cols + 3;
+  return {lda, ldb, {a_rows * lda, a_cols}, {b_rows * ldb, b_cols}, {H * m * n, m * n}};
+}
+}  // namespace
+
 // The tiny per-head path (gemm_tile.cpp: n up to two vectors, k up to 32;
 // op(B) read in place when n fills its vectors, a transposed B packed by
 // W x W vector transposes, the rest value by value) at sizes around its
@@ -534,11 +551,7 @@ TEMPLATE_TEST_CASE("gemm_grid: the tiny path at sizes around its limits, bitwise
         for (const int64_t k : {1, 2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33}) {
           const bool ta = t & 1, tb = t & 2;
           INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb);
-          const int64_t a_cols = ta ? m : k, a_rows = ta ? k : m;
-          const int64_t b_cols = tb ? k : n, b_rows = tb ? n : k;
-          const int64_t lda = H * a_cols + 1, ldb = H * b_cols + 3;
-          const sg::kernel::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
-          const sg::kernel::GridStrides sc{H * m * n, m * n};
+          const auto [lda, ldb, sa, sb, sc] = heads_grid(ta, tb, m, n, k, H);
           const auto a = random_values<T>(batch * sa.outer, 51);
           const auto b = random_values<T>(batch * sb.outer, 52);
           std::vector<T> want_fused(batch * H * m * n), want_plain(want_fused.size());
@@ -590,11 +603,7 @@ TEMPLATE_TEST_CASE("gemm_grid: a batch of tiny products gives each product's own
         const bool ta = t & 1, tb = t & 2;
         const int64_t m = d.m, n = d.n, k = d.k;
         INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta);
-        const int64_t a_cols = ta ? m : k, a_rows = ta ? k : m;
-        const int64_t b_cols = tb ? k : n, b_rows = tb ? n : k;
-        const int64_t lda = H * a_cols + 1, ldb = H * b_cols + 3;
-        const sg::kernel::GridStrides sa{a_rows * lda, a_cols}, sb{b_rows * ldb, b_cols};
-        const sg::kernel::GridStrides sc{H * m * n, m * n};
+        const auto [lda, ldb, sa, sb, sc] = heads_grid(ta, tb, m, n, k, H);
         const auto a = random_values<T>(batch * sa.outer, 61);
         const auto b = random_values<T>(batch * sb.outer, 62);
         std::vector<T> c0 = random_values<T>(batch * sc.outer, 63);
