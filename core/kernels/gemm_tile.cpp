@@ -463,15 +463,18 @@ void kernel_rows(bool trans_a, int64_t i0, int64_t i1, int64_t q0, int64_t q1, i
             src.base + j_first * column_step + p0 * row_stride, column_step, row_stride);
 }
 
+constexpr int64_t kTinyDepth = 32;  // the depth a tiny product may have
+
+}  // namespace
+
 // A product whose op(B) fits in one panel (n <= P) and kTinyDepth rows
 // (attention's 16 x 16 x 16 per head): op(B) goes into a panel on the stack
 // and the rows of C go straight to the tiles, without the general path's
 // buffer, blocking loops and bookkeeping, which cost as much as the
-// arithmetic at this size.
-constexpr int64_t kTinyDepth = 32;
-
+// arithmetic at this size. (fits_tiny and gemm_tiny stand outside this
+// file's unnamed namespace: gemm.cpp calls them for a batch.)
 template <class T>
-bool is_tiny(int64_t n, int64_t k) {
+bool fits_tiny(int64_t n, int64_t k) {
   return n <= kPanelWidth<T> && k <= kTinyDepth;
 }
 
@@ -482,9 +485,9 @@ bool is_tiny(int64_t n, int64_t k) {
 // runs: at this size a call and a dispatch per product cost a good part of
 // the arithmetic (docs/results.md, "Attention's tiny heads").
 template <class T>
-void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+void gemm_tiny(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
-               int64_t ldc, const T* bias, int64_t count) {
+               int64_t ldc, int64_t count, const T* bias) {
   const Panels pl = panels_for<T>(n);  // one panel, of stride W or P
   alignas(64) T stack_panel[kTinyDepth * kPanelWidth<T>];
   // op(B)'s rows that are whole panel rows already are read in place, no copy.
@@ -506,6 +509,8 @@ void tiny_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
   else
     each(std::integral_constant<int, kPanelVecs>{});
 }
+
+namespace {
 
 // The whole product with our kernel, on `threads` threads. The panels of
 // op(B) go into one buffer of the calling thread. Each thread then computes
@@ -614,32 +619,20 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
           const T* bias) {
-  if (threads <= 1 && is_tiny<T>(n, k))
-    tiny_gemm(trans_a, trans_b, m, n, k, alpha, &a, lda, &b, ldb, beta, &c, ldc, bias, 1);
+  if (threads <= 1 && fits_tiny<T>(n, k))
+    gemm_tiny(trans_a, trans_b, m, n, k, alpha, &a, lda, &b, ldb, beta, &c, ldc, 1, bias);
   else
     kernel_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, threads);
-}
-
-template <class T>
-bool fits_tiny(int64_t n, int64_t k) {
-  return is_tiny<T>(n, k);
-}
-
-template <class T>
-void gemm_tiny(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-               const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
-               int64_t ldc, int64_t count) {
-  tiny_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr, count);
 }
 
 template bool fits_tiny<float>(int64_t, int64_t);
 template bool fits_tiny<double>(int64_t, int64_t);
 template void gemm_tiny<float>(bool, bool, int64_t, int64_t, int64_t, float, const float* const*,
                                int64_t, const float* const*, int64_t, float, float* const*, int64_t,
-                               int64_t);
+                               int64_t, const float*);
 template void gemm_tiny<double>(bool, bool, int64_t, int64_t, int64_t, double, const double* const*,
                                 int64_t, const double* const*, int64_t, double, double* const*,
-                                int64_t, int64_t);
+                                int64_t, int64_t, const double*);
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t, int, const float*);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,

@@ -41,13 +41,14 @@ template <class T>
 bool fits_tiny(int64_t n, int64_t k);
 
 // `count` products of one shape that fits_tiny, each
-//   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i
+//   C_i (m, n) = alpha * op(A_i) op(B_i) + beta * C_i [+ bias]
 // with A_i = a[i], B_i = b[i], C_i = c[i], in turn on the calling thread:
-// a batch of tiny products without a call and a dispatch per product. Each
-// C_i is summed as gemm sums it (the same bits).
+// a batch of tiny products without a call and a dispatch per product. It is
+// gemm's own path for a tiny product on one thread (a count of 1), so each
+// C_i has the bits gemm gives it alone.
 template <class T>
 void gemm_tiny(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                const T* const* a, int64_t lda, const T* const* b, int64_t ldb, T beta, T* const* c,
-               int64_t ldc, int64_t count);
+               int64_t ldc, int64_t count, const T* bias = nullptr);
 
 }  // namespace sg::kernel::tile
