@@ -178,6 +178,24 @@ void check_product(const char* op, bool trans_a, bool trans_b, int64_t m, int64_
   }
 }
 
+// A batch prefetches the next product's op(A) when it is at most this big:
+// a quarter of Zen 3's L2, so that it never pushes out the product running.
+constexpr int64_t kPrefetchBytes = int64_t{128} << 10;
+
+// Asks for each cache line of a (rows, cols) block with row stride ld to be
+// brought into L2 (a hint: no fault, no change to any value).
+// p: (rows, cols), ld >= cols > 0. Always inlined: as a call, g++ finds a
+// function of prefetches alone free of side effects and drops the call.
+template <class T>
+[[gnu::always_inline]] inline void prefetch_rows(const T* p, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto first = reinterpret_cast<uintptr_t>(p + r * ld) & ~uintptr_t{63};
+    const auto last = reinterpret_cast<uintptr_t>(p + r * ld + cols - 1);
+    for (uintptr_t line = first; line <= last; line += 64)
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
+  }
+}
+
 // The batched loop, with the i-th operands found by functions: gemm_batched
 // passes fixed strides; matmul passes offsets of broadcast batches.
 template <class T, class AAt, class BAt, class CAt>
@@ -209,14 +227,24 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     as.resize(batch), bs.resize(batch), cs.resize(batch);
     for (int64_t i = 0; i < batch; ++i) as[i] = a_at(i), bs[i] = b_at(i), cs[i] = c_at(i);
   }
+  // While a product runs, the next one's op(A) is fetched into L2: the
+  // kernel reads A in place, a few values of many rows at a time, and in a
+  // training step the heads' operands come from memory (written in the
+  // forward pass, read in the backward), where each row was a miss the
+  // hardware did not see coming. op(B) is packed, read row after row, so it
+  // needs no help. Measured: docs/results.md, "Heads from memory".
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const bool prefetch = !tiny && a_cols > 0 && a_rows * a_cols * int64_t{sizeof(T)} <= kPrefetchBytes;
   auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
     if (tiny) {
       tile::gemm_tiny(trans_a, trans_b, m, n, k, alpha, as.data() + i0, lda, bs.data() + i0, ldb,
                       beta, cs.data() + i0, ldc, i1 - i0);
       return;
     }
-    for (int64_t i = i0; i < i1; ++i)
+    for (int64_t i = i0; i < i1; ++i) {
+      if (prefetch && i + 1 < i1) prefetch_rows(a_at(i + 1), a_rows, a_cols, lda);
       product(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc, 1);
+    }
   };
   // A plain loop, not `omp parallel if(false)`: even a one-thread region
   // costs ~1.3 us, ten 16x16x16 products' worth.
