@@ -178,8 +178,9 @@ void check_product(const char* op, bool trans_a, bool trans_b, int64_t m, int64_
   }
 }
 
-// A batch prefetches the next product's op(A) when it is at most this big:
-// a quarter of Zen 3's L2, so that it never pushes out the product running.
+// A batch prefetches the next product's transposed A when it is at most
+// this big: a quarter of Zen 3's L2, so that it never pushes out the
+// product running.
 constexpr int64_t kPrefetchBytes = int64_t{128} << 10;
 
 // Asks for each cache line of a (rows, cols) block with row stride ld to be
@@ -227,14 +228,15 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     as.resize(batch), bs.resize(batch), cs.resize(batch);
     for (int64_t i = 0; i < batch; ++i) as[i] = a_at(i), bs[i] = b_at(i), cs[i] = c_at(i);
   }
-  // While a product runs, the next one's op(A) is fetched into L2: the
-  // kernel reads A in place, a few values of many rows at a time, and in a
-  // training step the heads' operands come from memory (written in the
-  // forward pass, read in the backward), where each row was a miss the
-  // hardware did not see coming. op(B) is packed, read row after row, so it
-  // needs no help. Measured: docs/results.md, "Heads from memory".
-  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
-  const bool prefetch = !tiny && a_cols > 0 && a_rows * a_cols * int64_t{sizeof(T)} <= kPrefetchBytes;
+  // While a product runs, the next one's transposed A is fetched into L2.
+  // The kernel reads a transposed A in place down the stored rows, a few
+  // values of each, and in a training step the heads' operands come from
+  // memory (written in the forward pass, read in the backward): each row
+  // was a miss the hardware prefetcher did not see coming. An untransposed
+  // A is read along its rows, which the hardware follows, and op(B) is
+  // packed, read row after row: for them the hints only cost time.
+  // Measured: docs/results.md, "Heads from memory".
+  const bool prefetch = trans_a && !tiny && m > 0 && k * m * int64_t{sizeof(T)} <= kPrefetchBytes;
   auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
     if (tiny) {
       tile::gemm_tiny(trans_a, trans_b, m, n, k, alpha, as.data() + i0, lda, bs.data() + i0, ldb,
@@ -242,7 +244,7 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
       return;
     }
     for (int64_t i = i0; i < i1; ++i) {
-      if (prefetch && i + 1 < i1) prefetch_rows(a_at(i + 1), a_rows, a_cols, lda);
+      if (prefetch && i + 1 < i1) prefetch_rows(a_at(i + 1), k, m, lda);  // A stored (k, m)
       product(trans_a, trans_b, m, n, k, alpha, a_at(i), lda, b_at(i), ldb, beta, c_at(i), ldc, 1);
     }
   };
