@@ -229,13 +229,13 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     for (int64_t i = 0; i < batch; ++i) as[i] = a_at(i), bs[i] = b_at(i), cs[i] = c_at(i);
   }
   // While a product runs, the next one's transposed A is fetched into L2.
-  // The kernel reads a transposed A in place down the stored rows, a few
-  // values of each, and in a training step the heads' operands come from
-  // memory (written in the forward pass, read in the backward): each row
-  // was a miss the hardware prefetcher did not see coming. An untransposed
-  // A is read along its rows, which the hardware follows, and op(B) is
-  // packed, read row after row: for them the hints only cost time.
-  // Measured: docs/results.md, "Heads from memory".
+  // In a training step's backward, attention's weights come back from
+  // memory (written in the forward pass), and the kernel reads a transposed
+  // A in place, a few values of each stored row: each row was a miss the
+  // hardware prefetcher did not see coming. Prefetching the other operands
+  // as well gained nothing in the step (most of them were written just
+  // before) and cost hot products time. Measured: docs/results.md, "Heads
+  // from memory".
   const bool prefetch = trans_a && !tiny && m > 0 && k * m * int64_t{sizeof(T)} <= kPrefetchBytes;
   auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
     if (tiny) {
