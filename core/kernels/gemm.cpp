@@ -119,6 +119,13 @@ bool use_kernel(bool trans_a, int64_t m, int64_t n, int64_t k) {
          (n <= kKernelMaxNK || k <= kKernelMaxNK || (trans_a && m <= kKernelMaxRowsTransA));
 }
 
+// Whether our kernel does the arithmetic of this product: there is some
+// (k > 0, alpha != 0; otherwise C is only scaled) and BLIS does not take it.
+template <class T>
+bool kernel_computes(bool trans_a, int64_t m, int64_t n, int64_t k, T alpha) {
+  return k > 0 && alpha != T(0) && use_kernel(trans_a, m, n, k);
+}
+
 // One product, already checked, with m and n > 0, on up to `threads`
 // threads (1 in the batched path and inside an OpenMP region). Below
 // kKernelParallelWork one thread; on one thread, tiny products take the
@@ -131,7 +138,7 @@ template <class T>
 void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads,
              const T* bias = nullptr) {
-  const bool kernel = k > 0 && alpha != T(0) && use_kernel(trans_a, m, n, k);
+  const bool kernel = kernel_computes(trans_a, m, n, k, alpha);
   if (bias && !kernel) {
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
@@ -221,7 +228,7 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   // x 16 the call chain per product (product, tile::gemm, its dispatch)
   // cost a good part of the arithmetic (docs/results.md, "Attention's tiny
   // heads"). Each product's bits are those it gets alone.
-  const bool tiny = k > 0 && alpha != T(0) && use_kernel(trans_a, m, n, k) && tile::fits_tiny<T>(n, k);
+  const bool tiny = kernel_computes(trans_a, m, n, k, alpha) && tile::fits_tiny<T>(n, k);
   std::vector<const T*> as, bs;
   std::vector<T*> cs;
   if (tiny) {
@@ -236,7 +243,7 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   // as well gained nothing in the step (most of them were written just
   // before) and cost hot products time. Measured: docs/results.md, "Heads
   // from memory".
-  const bool prefetch = trans_a && !tiny && m > 0 && k * m * int64_t{sizeof(T)} <= kPrefetchBytes;
+  const bool prefetch = trans_a && !tiny && k * m * int64_t{sizeof(T)} <= kPrefetchBytes;
   auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
     if (tiny) {
       tile::gemm_tiny(trans_a, trans_b, m, n, k, alpha, as.data() + i0, lda, bs.data() + i0, ldb,
