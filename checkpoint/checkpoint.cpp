@@ -48,7 +48,7 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 void save(const std::string& path, const nn::Module& model, const optim::Optimizer* optimizer,
           const Metadata& metadata, const Generator* generator) {
   const char* op = "save_checkpoint";
-  nn::NamedTensors tensors = model.named_parameters();
+  nn::NamedTensors tensors = model.named_state();  // a tied weight under each of its names
   for (const auto& [name, t] : tensors)
     if (starts_with(name, kOptimizerPrefix))
       fail(op, ": '", path, "': model parameter '", name, "' starts with '", kOptimizerPrefix,

@@ -72,19 +72,6 @@ Tensor weighted_per_query(const Tensor& w, const Tensor& rel) {
   return permute(matmul(permute(w, {1, 0, 2}), rel), {1, 0, 2});
 }
 
-// (heads, Q, K) in `dtype`: ALiBi's bias -m_h * |i - j| for query i (at
-// position offset + i), key j.
-Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype, int64_t offset = 0) {
-  const std::vector<double> m = alibi_slopes(heads);
-  std::vector<double> bias(static_cast<size_t>(heads * queries * keys));
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < queries; ++i)
-      for (int64_t j = 0; j < keys; ++j)
-        bias[static_cast<size_t>((h * queries + i) * keys + j)] =
-            -m[static_cast<size_t>(h)] * static_cast<double>(std::abs(offset + i - j));
-  return from_vector(bias, {heads, queries, keys}, dtype);
-}
-
 // weights (B * heads, Q, K) -> *out = weights (B, heads, Q, K), off the
 // graph, when the caller asked for them (out not null).
 void give_weights(const Tensor& weights, int64_t heads, Tensor* out) {

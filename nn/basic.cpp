@@ -24,11 +24,14 @@ Embedding::Embedding(int64_t vocab, int64_t dim) {
 }
 Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
 
-LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
+LayerNorm::LayerNorm(int64_t dim, double eps_, bool with_bias) : eps(eps_) {
   if (dim <= 0) fail("LayerNorm: dim must be positive, got ", dim);
   weight = register_parameter("weight", ones({dim}));
-  bias = register_parameter("bias", zeros({dim}));
+  if (with_bias) bias = register_parameter("bias", zeros({dim}));
 }
-Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+Tensor LayerNorm::forward(const Tensor& x) const {
+  // Without a bias the fused op still takes a beta: zeros, outside the graph.
+  return layer_norm(x, weight, bias.defined() ? bias : zeros(weight.shape(), weight.dtype()), eps);
+}
 
 }  // namespace sg::nn

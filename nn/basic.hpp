@@ -48,11 +48,13 @@ class Embedding : public Module {
 };
 
 // Normalises the last axis, then scales and shifts.  x: (..., dim) -> same
+// bias = false: scales only (PyTorch's LayerNorm(bias=False), GPT models
+// without biases); no "bias" parameter.
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool bias = true);
   Tensor forward(const Tensor& x) const;
-  Tensor weight, bias;  // gamma (ones) and beta (zeros), each (dim)
+  Tensor weight, bias;  // gamma (ones) and beta (zeros), each (dim); bias undefined when disabled
   double eps;
 };
 

@@ -40,9 +40,24 @@ Tensor Module::register_buffer(const std::string& name, Tensor value) {
   return value;
 }
 
-NamedTensors Module::named_parameters() const {
+NamedTensors Module::named_state() const {
   NamedTensors out;
-  collect(*this, "", out, false, params_);
+  for (const auto& [name, t] : params_) out.emplace_back(name, t);
+  for (const auto& [name, child] : children_)
+    for (const auto& [n, t] : child->named_state()) out.emplace_back(name + "." + n, t);
+  return out;
+}
+
+NamedTensors Module::named_parameters() const {
+  // A tensor registered under several names (tied weights) is listed once,
+  // under its first name, as PyTorch's named_parameters() does: an
+  // optimizer, a gradient sum or a count must see it once.
+  NamedTensors out;
+  for (const auto& [name, t] : named_state()) {
+    bool seen = false;
+    for (const auto& [n, u] : out) seen = seen || u.impl() == t.impl();
+    if (!seen) out.emplace_back(name, t);
+  }
   return out;
 }
 
@@ -75,12 +90,12 @@ void Module::zero_grad() {
 
 StateDict Module::state_dict() const {
   StateDict out;
-  for (auto& [name, t] : named_parameters()) out[name] = t;
+  for (auto& [name, t] : named_state()) out[name] = t;
   return out;
 }
 
 void Module::load_state_dict(const StateDict& state) {
-  const NamedTensors params = named_parameters();
+  const NamedTensors params = named_state();
   for (const auto& [name, p] : params) {
     auto it = state.find(name);
     if (it == state.end()) fail("load_state_dict: missing parameter '", name, "' of shape ", p.shape());

@@ -31,9 +31,16 @@ class Module {
   Module(const Module&) = delete;  // parameters are shared handles: copying would alias them
   Module& operator=(const Module&) = delete;
 
-  // All parameters, this module's first, then each submodule's, in registration order.
+  // All parameters, this module's first, then each submodule's, in
+  // registration order. A parameter registered under two names (tied
+  // weights: a language model's head sharing its embedding's table) is
+  // listed once, under the first.
   std::vector<Tensor> parameters() const;
   NamedTensors named_parameters() const;
+  // Every name of every parameter, a tied one under each of its names (so
+  // twice): what state_dict() holds and load_state_dict() expects, as
+  // PyTorch's state_dict keeps both names of a tied weight.
+  NamedTensors named_state() const;
   // Buffers: tensors that belong to the module's state but are not trained
   // (a fixed positional-encoding table).
   NamedTensors named_buffers() const;
@@ -50,7 +57,8 @@ class Module {
   // Clears every parameter's gradient (the next backward starts from zero).
   void zero_grad();
 
-  // Name -> parameter (the live handles: changing their values changes the model).
+  // Name -> parameter (the live handles: changing their values changes the
+  // model), every name of a tied parameter included (named_state()).
   StateDict state_dict() const;
   // Copies values in by name. Everything is checked first (missing or
   // unexpected names, shapes, dtypes), and on any mismatch it throws naming

@@ -1,6 +1,7 @@
 #include "nn/positional.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/shape.hpp"
@@ -67,6 +68,17 @@ std::vector<double> alibi_slopes(int64_t num_heads) {
   for (int64_t h = 1; h <= num_heads; ++h)
     m[static_cast<size_t>(h - 1)] = std::exp2(-8.0 * static_cast<double>(h) / static_cast<double>(num_heads));
   return m;
+}
+
+Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype, int64_t offset) {
+  const std::vector<double> m = alibi_slopes(heads);
+  std::vector<double> bias(static_cast<size_t>(heads * queries * keys));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < queries; ++i)
+      for (int64_t j = 0; j < keys; ++j)
+        bias[static_cast<size_t>((h * queries + i) * keys + j)] =
+            -m[static_cast<size_t>(h)] * static_cast<double>(std::abs(offset + i - j));
+  return from_vector(bias, {heads, queries, keys}, dtype);
 }
 
 namespace {

@@ -62,6 +62,10 @@ bool in_attention(Positional p);
 // paper's code interleaves two such sequences; here the one formula serves
 // every count.) Fixed, not trained. Returns m_1 .. m_num_heads.
 std::vector<double> alibi_slopes(int64_t num_heads);
+// ALiBi's bias for queries at positions offset .. offset + queries - 1 and
+// keys at 0 .. keys - 1: (heads, queries, keys) in `dtype`, entry (h, i, j)
+// = -m_h * |offset + i - j|, to add to the scaled scores.
+Tensor alibi_bias(int64_t heads, int64_t queries, int64_t keys, DType dtype, int64_t offset = 0);
 
 // An encoding added to the embeddings: forward adds rows [offset, offset + T)
 // of the table P to X and applies dropout; `offset` lets a decoder continue

@@ -292,7 +292,7 @@ Adam::Adam(const char* name, std::vector<Tensor> params, AdamOptions options, bo
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
-    : Adam("AdamW", std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true) {}
+    : Adam("AdamW", std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.decay_vectors}, true) {}
 
 std::vector<std::string> Adam::buffer_names() const { return {"exp_avg", "exp_avg_sq"}; }
 
@@ -303,7 +303,8 @@ void Adam::update(size_t i) {
     buffers_[0][i] = zeros(p.shape(), p.dtype());
     buffers_[1][i] = zeros(p.shape(), p.dtype());
   }
-  const AdamOptions& o = options_;
+  AdamOptions o = options_;
+  if (!o.decay_vectors && p.dim() < 2) o.weight_decay = 0;  // a bias or a gain: not decayed
   // BEGIN ASSIGNMENT 7: Adam::update: the step's constants (bias corrections, Adam's L2 term or AdamW's decoupled decay) for adam_range
   const double t = static_cast<double>(param_steps_[i]);  // already counts this step
   const double step_size = lr_ / (1 - std::pow(o.beta1, t));

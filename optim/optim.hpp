@@ -138,6 +138,10 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;
+  // false: weight decay only on parameters of 2 or more dimensions (weight
+  // matrices and embedding tables), none on biases and LayerNorm gains: the
+  // two parameter groups GPT-2 and nanoGPT's configure_optimizers make.
+  bool decay_vectors = true;
 };
 
 struct AdamWOptions {
@@ -146,6 +150,7 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;
+  bool decay_vectors = true;  // as AdamOptions
 };
 
 class Adam : public Optimizer {

@@ -203,6 +203,19 @@ TEST_CASE("AdamW decouples weight decay, matching a naive reference and torch.op
   CHECK(adam != got);
 }
 
+TEST_CASE("AdamW with decay_vectors off decays matrices only, as GPT-2's two parameter groups", "[optim]") {
+  // Zero gradients: Adam's own step is 0, so what moves is the decay alone.
+  Tensor matrix = sg::full({2, 3}, 2.0, sg::float64).set_requires_grad(true);
+  Tensor vector = sg::full({3}, 2.0, sg::float64).set_requires_grad(true);
+  matrix.set_grad(sg::zeros({2, 3}, sg::float64));
+  vector.set_grad(sg::zeros({3}, sg::float64));
+  optim::AdamW opt({matrix, vector}, {.lr = 0.5, .weight_decay = 0.1, .decay_vectors = false});
+  opt.step();
+  for (double v : matrix.to_vector<double>()) REQUIRE(v == Approx(2.0 * (1 - 0.5 * 0.1)).epsilon(1e-15));
+  for (double v : vector.to_vector<double>()) REQUIRE(v == 2.0);
+  REQUIRE(optim::AdamWOptions{}.decay_vectors);  // PyTorch's default: one group, every parameter decayed
+}
+
 TEST_CASE("optimizers update float32 parameters in float32", "[optim]") {
   auto sgd = run([](auto ps) { return optim::SGD(ps, {.lr = 0.1, .momentum = 0.9, .nesterov = true}); }, float32);
   require_close(sgd, run_reference(RefSGD{.lr = 0.1, .momentum = 0.9, .nesterov = true}), 1e-5);
