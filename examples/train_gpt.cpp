@@ -227,7 +227,7 @@ int train(const Run& run) {
       std::fflush(stdout);
       save(iter);
     }
-    if (iter >= s.max_iters || iter == run.stop_at) break;
+    if (iter >= s.max_iters || (run.stop_at > 0 && iter == run.stop_at)) break;
     examples::check_stop();
     const auto t0 = std::chrono::steady_clock::now();
     opt.set_lr(schedule(iter));
