@@ -5,7 +5,8 @@
 //   shakespeare  6 layers, 6 heads, width 384, context 256, batch 12 (config/train_shakespeare_char.py)
 // vocabulary 73 (the KJV's characters), dropout 0, no biases, tied head.
 //
-//   bench/gpt_step [--config baby|shakespeare] [--threads N] [--steps N] [--warmup N]
+//   bench/gpt_step [--config baby|shakespeare] [--threads N] [--steps N] [--warmup N] [--profile]
+// (--profile, on 1 thread: where the step's time goes, op by op)
 // Prints the median, lowest and highest step time in ms; bench/torch_gpt_step.py
 // is the same step in PyTorch (docs/results.md, "A GPT on a real book").
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "autograd/engine.hpp"
+#include "autograd/profiler.hpp"
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/cross_entropy.hpp"
 #include "autograd/ops/shape.hpp"
@@ -29,14 +31,16 @@
 int main(int argc, char** argv) {
   std::string config = "baby";
   int threads = 1, steps = 30, warmup = 5;
+  bool profile = false;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
     if (!std::strcmp(argv[i], "--config") && has) config = argv[++i];
     else if (!std::strcmp(argv[i], "--threads") && has) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--steps") && has) steps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--warmup") && has) warmup = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--profile")) profile = true;
     else {
-      std::fprintf(stderr, "usage: gpt_step [--config baby|shakespeare] [--threads N] [--steps N] [--warmup N]\n");
+      std::fprintf(stderr, "usage: gpt_step [--config baby|shakespeare] [--threads N] [--steps N] [--warmup N] [--profile]\n");
       return 2;
     }
   }
@@ -57,7 +61,9 @@ int main(int argc, char** argv) {
   if (dp) one_thread.emplace(1);
   sg::Generator gen(1);
   std::vector<double> ms;
+  std::optional<sg::ProfileGuard> profiling;  // one thread's ops, from the first timed step
   for (int step = 0; step < warmup + steps; ++step) {
+    if (profile && step == warmup && threads == 1) profiling.emplace();
     std::vector<int64_t> x(static_cast<size_t>(batch * o.block_size)), y(x.size());
     for (size_t i = 0; i < x.size(); ++i) x[i] = gen.randint(0, o.vocab_size), y[i] = gen.randint(0, o.vocab_size);
     const sg::Tensor ids = sg::from_vector(x, {batch, o.block_size}), targets = sg::from_vector(y, {batch, o.block_size});
@@ -74,8 +80,16 @@ int main(int argc, char** argv) {
     }
     sg::optim::clip_grad_norm(opt.params(), 1.0);
     opt.step();
+    sg::profile_mark("clip and AdamW");
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (step >= warmup) ms.push_back(t);
+  }
+  if (profiling) {
+    double total = 0;
+    for (const sg::OpProfile& p : sg::profile_report()) total += p.seconds;
+    for (const sg::OpProfile& p : sg::profile_report())
+      std::printf("  %-32s %6lld calls %8.3f ms/step %5.1f%%\n", p.name.c_str(), static_cast<long long>(p.calls),
+                  1e3 * p.seconds / steps, 100 * p.seconds / total);
   }
   std::sort(ms.begin(), ms.end());
   std::printf("smallgrad gpt %s threads %d: median %.2f ms/step (min %.2f, max %.2f, %d steps)\n", config.c_str(),
