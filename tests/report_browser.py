@@ -15,6 +15,7 @@ library only) and fails on:
 Saves a screenshot of each report (whole page) and of the explorer.
 """
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -272,15 +273,51 @@ def check_report(dt, folder, shots, name):
     print(f"{name}: explorer checked against attention.json; screenshots in {shots}", flush=True)
 
 
+@contextlib.contextmanager
+def browser():
+    """Headless Chromium with a DevTools connection to its page (Page,
+    Runtime, Log and Network events on); closed when the block ends."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+    profile = tempfile.mkdtemp(prefix="report-browser-")
+    args = [chromium, "--headless", "--remote-debugging-port=0", "--user-data-dir=" + profile, "--no-first-run",
+            "--disable-gpu", "--disable-extensions", "--no-default-browser-check", "--allow-file-access-from-files",
+            "about:blank"]
+    if os.geteuid() == 0:
+        args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        end = time.time() + 60
+        while not os.path.exists(port_file) or not open(port_file).read().strip():
+            if process.poll() is not None:
+                fail("chromium exited: " + process.stderr.read().decode(errors="replace")[-2000:])
+            if time.time() > end:
+                fail("chromium did not open its DevTools port within 60 s")
+            time.sleep(0.1)
+        port = int(open(port_file).read().split()[0])
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30))
+        page = next(t for t in targets if t.get("type") == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            dt.call(domain + ".enable")
+        yield dt
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=10)
+        except Exception:
+            os.killpg(process.pid, signal.SIGKILL)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
         sys.exit(2)
     exe, work = sys.argv[1], sys.argv[2]
     shots = sys.argv[3] if len(sys.argv) > 3 else os.path.join(work, "screenshots")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(shots, exist_ok=True)
     small = ["--steps", "16", "--eval-every", "8", "--hidden", "16", "--heads", "2", "--blocks", "2", "--ffn", "32",
@@ -292,37 +329,9 @@ def main():
     if "compare/report.html" not in out:
         fail("--compare did not print its report's path")
 
-    profile = tempfile.mkdtemp(prefix="report-browser-")
-    args = [chromium, "--headless", "--remote-debugging-port=0", "--user-data-dir=" + profile, "--no-first-run",
-            "--disable-gpu", "--disable-extensions", "--no-default-browser-check", "--allow-file-access-from-files",
-            "about:blank"]
-    if os.geteuid() == 0:
-        args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
-    browser = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        port_file = os.path.join(profile, "DevToolsActivePort")
-        end = time.time() + 60
-        while not os.path.exists(port_file) or not open(port_file).read().strip():
-            if browser.poll() is not None:
-                fail("chromium exited: " + browser.stderr.read().decode(errors="replace")[-2000:])
-            if time.time() > end:
-                fail("chromium did not open its DevTools port within 60 s")
-            time.sleep(0.1)
-        port = int(open(port_file).read().split()[0])
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30))
-        page = next(t for t in targets if t.get("type") == "page")
-        dt = DevTools(page["webSocketDebuggerUrl"])
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            dt.call(domain + ".enable")
+    with browser() as dt:
         check_report(dt, os.path.join(work, "sort_learned_seed0"), shots, "run")
         check_report(dt, os.path.join(work, "compare"), shots, "compare")
-    finally:
-        try:
-            os.killpg(browser.pid, signal.SIGTERM)
-            browser.wait(timeout=10)
-        except Exception:
-            os.killpg(browser.pid, signal.SIGKILL)
-        shutil.rmtree(profile, ignore_errors=True)
     print("report_in_browser: passed", flush=True)
 
 

@@ -53,7 +53,9 @@ std::string report_html(const sg::nn::GPT& model, const sg::text::Tokenizer& tok
        "pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap;border-left:3px solid #89b}"
        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
        ".head{display:none}.head.on{display:block}select{margin-right:1em}"
-       "</style></head><body>\n<h1>A GPT on " << html_escape(corpus_source) << "</h1>\n";
+       "</style></head><body>\n<h1>A GPT on "
+    << html_escape(corpus_source == kKjvCommand ? "the King James Bible (" + corpus_source + ")" : corpus_source)
+    << "</h1>\n";
   o << "<h2>Settings</h2><table>";
   auto row = [&](const std::string& k, const std::string& v) { o << "<tr><th>" << k << "</th><td>" << v << "</td></tr>"; };
   row("tokens", std::string(tok.kind()) + ", vocabulary " + std::to_string(tok.vocab_size()));
