@@ -1,7 +1,8 @@
 // The thread-safety contract (docs/architecture.md): inference on one model
 // from several threads gives the same bits as one thread; the default
 // generator can be shared; concurrent backward passes into shared leaves sum
-// exactly; checkpoint saves from several threads never share a temporary.
+// exactly; checkpoint saves from several threads never share a temporary;
+// sampling from one GPT on several threads gives each its own tokens.
 // Run under ThreadSanitizer by the tsan preset (docs/reliability.md).
 #include <catch2/catch.hpp>
 
@@ -31,6 +32,8 @@
 #include "parallel/data_parallel.hpp"
 #include "nn/linear.hpp"
 #include "nn/transformer.hpp"
+#include "decoding/sampling.hpp"
+#include "nn/gpt.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -120,6 +123,25 @@ TEST_CASE("threads: inference on one TransformerEncoder from several threads giv
       for (size_t i = 0; same && i < w.size(); ++i) same = same_bits(w[i], want_w[i]);
       if (!same) ++mismatches[t];
     }
+  });
+  for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
+}
+
+TEST_CASE("threads: sampling from one GPT on several threads, each with its own cache and generator, gives one thread's tokens",
+          "[threads]") {
+  sg::manual_seed(6);
+  sg::nn::GPT model({.vocab_size = 11, .block_size = 6, .n_layer = 2, .n_head = 2, .n_embd = 16});
+  model.eval();
+  auto sample = [&](int t) {
+    sg::Generator gen(100 + static_cast<uint64_t>(t));
+    return sg::decoding::generate(model, {1, 2, 3}, {.max_new_tokens = 12}, gen);
+  };
+  std::vector<std::vector<int64_t>> want;
+  for (int t = 0; t < kThreads; ++t) want.push_back(sample(t));
+  std::vector<int> mismatches(kThreads, 0);
+  run_threads(kThreads, [&](int t) {
+    for (int rep = 0; rep < 5; ++rep)
+      if (sample(t) != want[static_cast<size_t>(t)]) ++mismatches[t];
   });
   for (int t = 0; t < kThreads; ++t) CHECK(mismatches[t] == 0);
 }
