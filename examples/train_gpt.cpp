@@ -85,14 +85,16 @@ void share_generator(const sg::nn::GPT& model, const std::shared_ptr<sg::Generat
   }
 }
 
-std::string sample_text(const sg::nn::GPT& model, const sg::text::Tokenizer& tok, const std::vector<int64_t>& prompt,
+// A sample as sample_gpt's defaults draw it (temperature 0.8, top-k 200),
+// from its own generator: sampling leaves the training stream alone.
+std::string sample_text(sg::nn::GPT& model, const sg::text::Tokenizer& tok, const std::vector<int64_t>& prompt,
                         int64_t tokens, uint64_t seed) {
   sg::Generator gen(seed);
   const bool was_training = model.is_training();
-  const_cast<sg::nn::GPT&>(model).eval();
+  model.eval();
   const std::vector<int64_t> ids =
       sg::decoding::generate(model, prompt, {.max_new_tokens = tokens, .temperature = 0.8, .top_k = 200}, gen);
-  const_cast<sg::nn::GPT&>(model).train(was_training);
+  model.train(was_training);
   return tok.decode(ids);
 }
 
@@ -256,6 +258,7 @@ int train(const Run& run) {
     }
   }
   if (tty) std::fprintf(stderr, "\r\033[K");
+  model.eval();  // the final sample and the report's attention: no dropout
   const Evaluation& last = history.back();
   std::cout << (last.iter == s.max_iters ? "final" : "stopped") << ": train loss " << last.train_loss << ", val loss "
             << last.val_loss << " after " << last.iter << " of " << s.max_iters << " iterations; " << trained_seconds
@@ -269,7 +272,7 @@ int train(const Run& run) {
   for (const Evaluation& e : history) csv << e.iter << "," << e.train_loss << "," << e.val_loss << "," << e.seconds << "\n";
   out.write("log.csv", csv.str());
   out.write("samples.md", examples::gpt::samples_md(history, run.prompt, sample, s.seed));
-  out.write("report.html", examples::gpt::report_html(model, *tok, s, corpus.source, history, run.prompt, sample));
+  out.write("report.html", examples::gpt::report_html(model, *tok, s, corpus.source, history, sample));
   out.commit();
   std::cout << "report: file://" << std::filesystem::absolute(out.path("report.html")).string() << std::endl;
   return 0;

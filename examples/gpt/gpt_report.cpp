@@ -46,7 +46,7 @@ std::string samples_md(const std::vector<Evaluation>& history, const std::string
 
 std::string report_html(const sg::nn::GPT& model, const sg::text::Tokenizer& tok, const Settings& s,
                         const std::string& corpus_source, const std::vector<Evaluation>& history,
-                        const std::string& /*prompt: in the final sample*/, const std::string& final_sample) {
+                        const std::string& final_sample) {
   std::ostringstream o;
   o << "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>train_gpt</title><style>"
        "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}"

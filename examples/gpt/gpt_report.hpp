@@ -14,6 +14,6 @@ std::string samples_md(const std::vector<Evaluation>& history, const std::string
 
 std::string report_html(const sg::nn::GPT& model, const sg::text::Tokenizer& tokenizer, const Settings& settings,
                         const std::string& corpus_source, const std::vector<Evaluation>& history,
-                        const std::string& prompt, const std::string& final_sample);
+                        const std::string& final_sample);
 
 }  // namespace examples::gpt
