@@ -15,9 +15,8 @@ import base64
 import os
 import shutil
 import sys
-import time
 
-from report_browser import browser, errors_in, fail, run
+from report_browser import browser, errors_in, fail, open_page, run
 
 
 def main():
@@ -38,14 +37,7 @@ def main():
         fail("train_gpt did not print its report's path")
     report = os.path.join(work, "run", "report.html")
     with browser() as dt:
-        dt.events.clear()
-        dt.call("Page.navigate", url="file://" + os.path.abspath(report))
-        dt.wait_event("Page.loadEventFired")
-        time.sleep(0.3)
-        dt.call("Runtime.evaluate", expression="1")  # collects the events sent so far
-        errs = errors_in(dt.events)
-        if errs:
-            fail("; ".join(errs))
+        open_page(dt, report, "report")
         if dt.eval("document.querySelectorAll('table tr').length") < 3:
             fail("no settings table")
         legend = dt.eval("[...document.querySelectorAll('svg text')].map(t => t.textContent).join('|')")

@@ -160,18 +160,22 @@ def expected(data, run_i, step, seq, block, head):
     return [flat[base + i] / data["scale"] for i in range(T * T)]
 
 
-def check_report(dt, folder, shots, name):
-    report = os.path.join(folder, "report.html")
-    if not os.path.exists(report):
-        fail("no " + report)
+def open_page(dt, path, name):
+    """Opens the file at path and fails on any error while it loads."""
+    if not os.path.exists(path):
+        fail("no " + path)
     dt.events.clear()
-    dt.call("Page.navigate", url="file://" + os.path.abspath(report))
+    dt.call("Page.navigate", url="file://" + os.path.abspath(path))
     dt.wait_event("Page.loadEventFired")
     time.sleep(0.3)
     dt.call("Runtime.evaluate", expression="1")  # collects the events sent so far
     errs = errors_in(dt.events)
     if errs:
         fail(name + ": " + "; ".join(errs))
+
+
+def check_report(dt, folder, shots, name):
+    open_page(dt, os.path.join(folder, "report.html"), name)
 
     # The sections, read from the folder's files.
     for md in sorted(f for f in os.listdir(folder) if f.endswith(".md") and not f.startswith("settings")):

@@ -11,18 +11,6 @@ namespace {
 
 namespace plot = sg::study::plot;
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
 // A token as a heatmap label: visible whitespace, at most 6 characters.
 std::string label(const std::string& token) {
   std::string out;
@@ -54,7 +42,7 @@ std::string report_html(const sg::nn::GPT& model, const sg::text::Tokenizer& tok
        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
        ".head{display:none}.head.on{display:block}select{margin-right:1em}"
        "</style></head><body>\n<h1>A GPT on "
-    << html_escape(corpus_source == kKjvCommand ? "the King James Bible (" + corpus_source + ")" : corpus_source)
+    << plot::detail::esc(corpus_source == kKjvCommand ? "the King James Bible (" + corpus_source + ")" : corpus_source)
     << "</h1>\n";
   o << "<h2>Settings</h2><table>";
   auto row = [&](const std::string& k, const std::string& v) { o << "<tr><th>" << k << "</th><td>" << v << "</td></tr>"; };
@@ -79,8 +67,8 @@ std::string report_html(const sg::nn::GPT& model, const sg::text::Tokenizer& tok
 
   o << "<h2>Samples during training</h2><p>Temperature 0.8, top-k 200, seed " << s.seed << ".</p>\n";
   for (const Evaluation& e : history)
-    o << "<h3>Iteration " << e.iter << "</h3><pre>" << html_escape(e.sample) << "</pre>\n";
-  o << "<h3>The final sample</h3><pre>" << html_escape(final_sample) << "</pre>\n";
+    o << "<h3>Iteration " << e.iter << "</h3><pre>" << plot::detail::esc(e.sample) << "</pre>\n";
+  o << "<h3>The final sample</h3><pre>" << plot::detail::esc(final_sample) << "</pre>\n";
 
   // The explorer: the final sample's first tokens read by the trained model.
   const std::vector<int64_t> sample_ids = tok.encode(final_sample);
