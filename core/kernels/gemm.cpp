@@ -1,5 +1,6 @@
-// The GEMM dispatch: sg::kernel::gemm (core/kernels/gemm.hpp), its batched
-// and grid forms, and the Tensor-level sg::kernel::matmul (core/kernels.hpp).
+// The GEMM dispatch: sg::kernel::gemm (core/kernels/gemm.hpp) and its
+// batched, grid and offset forms (the Tensor-level sg::kernel::matmul over
+// them is core/kernels/matmul.cpp).
 // Each product is checked once here, then goes one of three ways:
 //
 //   k == 0 or alpha == 0  C = beta * C, no arithmetic
@@ -20,7 +21,7 @@
 // 1), so no transpose is ever copied. No path splits the k sum over threads,
 // so results do not change with set_num_threads (tests/core/kernels/test_gemm.cpp checks).
 // Why the thresholds are where they are, with the measurements:
-// docs/results.md, "GEMM".
+// docs/architecture.md, "The GEMM kernel's choices, measured".
 #include "core/kernels/gemm.hpp"
 #include "core/kernels/gemm_tile.hpp"
 
@@ -39,7 +40,7 @@ namespace sg::kernel {
 
 namespace {
 
-// ---- thresholds (measured: docs/results.md, "GEMM") ----
+// ---- thresholds (measured: docs/architecture.md) ----
 
 // Products go through our kernel unless both n and k are over this; past it
 // BLIS's blocking of A as well as B pays off. The narrower the vectors, the
@@ -48,8 +49,7 @@ namespace {
 // 1024; with AVX2 (6 x 16) it fell 10-20% behind BLIS's haswell kernels at
 // 512^3, 1024^3 and 256 x 1024 x 2048; with SSE (4 x 8) 10-15% behind
 // BLIS's penryn kernels on 2048 x 256 x 256 and 2048 x 1024 x 256, and at
-// 128 still about 10% behind on 128 x 128 x 2048 (docs/results.md, "CPU
-// targets"). Each halving of the vector divides the limit by four. 128-bit
+// 128 still about 10% behind on 128 x 128 x 2048 (docs/architecture.md). Each halving of the vector divides the limit by four. 128-bit
 // NEON gets SSE's limit.
 const int64_t kKernelMaxNK = tile::vector_bits() >= 512   ? 1024
                              : tile::vector_bits() >= 256 ? 256
@@ -110,7 +110,7 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 // goes to our kernel whatever n and k: it packs a transposed A block by
 // block as BLIS does, and with m this short it reads each panel of op(B)
 // from memory at most twice. BLIS's zen3 kernels ran 256 x 1024 x 2048 at
-// half their square speed (docs/results.md, "GEMM").
+// half their square speed (docs/architecture.md).
 constexpr int64_t kKernelMaxRowsTransA = 256;
 
 // Whether our kernel (rather than BLIS) computes a product of this shape.
@@ -205,7 +205,7 @@ template <class T>
 }
 
 // The batched loop, with the i-th operands found by functions: gemm_batched
-// passes fixed strides; matmul passes offsets of broadcast batches.
+// passes fixed strides; gemm_offsets (matmul's) offsets of broadcast batches.
 template <class T, class AAt, class BAt, class CAt>
 void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                       int64_t lda, int64_t ldb, T beta, int64_t ldc, int64_t batch, AAt a_at,
@@ -226,8 +226,8 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   // Tiny products (attention's heads) go to the kernel as whole runs of
   // products, [i0, i1) a call, with their operands listed first: at 16 x 16
   // x 16 the call chain per product (product, tile::gemm, its dispatch)
-  // cost a good part of the arithmetic (docs/results.md, "Attention's tiny
-  // heads"). Each product's bits are those it gets alone.
+  // cost a good part of the arithmetic (docs/architecture.md). Each
+  // product's bits are those it gets alone.
   const bool tiny = kernel_computes(trans_a, m, n, k, alpha) && tile::fits_tiny<T>(n, k);
   std::vector<const T*> as, bs;
   std::vector<T*> cs;
@@ -241,8 +241,7 @@ void batched_products(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   // A in place, a few values of each stored row: each row was a miss the
   // hardware prefetcher did not see coming. Prefetching the other operands
   // as well gained nothing in the step (most of them were written just
-  // before) and cost hot products time. Measured: docs/results.md, "Heads
-  // from memory".
+  // before) and cost hot products time (docs/architecture.md).
   const bool prefetch = trans_a && !tiny && k * m * int64_t{sizeof(T)} <= kPrefetchBytes;
   auto run = [&](int64_t i0, int64_t i1) {  // products i0 .. i1-1, on the calling thread
     if (tiny) {
@@ -331,6 +330,24 @@ void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
       [&](int64_t i) { return c + i / inner * stride_c.outer + i % inner * stride_c.inner; });
 }
 
+template <class T>
+void gemm_offsets(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, const int64_t* offset_a, const T* b, int64_t ldb,
+                  const int64_t* offset_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                  int64_t batch) {
+  check_product("gemm_offsets", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, batch);
+  if (batch < 0 || stride_c < 0)
+    fail("gemm_offsets: batch and stride_c must not be negative (batch=", batch,
+         ", stride_c=", stride_c, ")");
+  if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n)
+    fail("gemm_offsets: stride_c=", stride_c, " makes the ", batch, " outputs of (", m, ", ", n,
+         ") with ldc=", ldc, " overlap; it must be at least ", (m - 1) * ldc + n);
+  batched_products(
+      trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, batch,
+      [&](int64_t i) { return a + offset_a[i]; }, [&](int64_t i) { return b + offset_b[i]; },
+      [&](int64_t i) { return c + i * stride_c; });
+}
+
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t, const float*);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
@@ -348,112 +365,11 @@ template void gemm_grid<double>(bool, bool, int64_t, int64_t, int64_t, double, c
                                 int64_t, GridStrides, const double*, int64_t, GridStrides, double,
                                 double*, int64_t, GridStrides, int64_t, int64_t);
 
-// ---- matmul ----
-//
-//   a (..., M, K) x b (..., K, N) -> (..., M, N)
-//
-// With transpose_a, a is stored (..., K, M); with transpose_b, b is stored
-// (..., N, K). The batch axes (all but the last two) broadcast as in NumPy.
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  const Shape& sa = a.shape();
-  const Shape& sb = b.shape();
-  // A transposed operand prints with a ᵀ: "(2, 3) by (5, 3)ᵀ".
-  const std::string show_a = detail::cat(sa, transpose_a ? "ᵀ" : "");
-  const std::string show_b = detail::cat(sb, transpose_b ? "ᵀ" : "");
-  if (sa.size() < 2 || sb.size() < 2)
-    fail("matmul: needs tensors of at least 2 dimensions, got ", show_a, " and ", show_b,
-         " (reshape a vector of n values to (1, n) or (n, 1))");
-  if (!is_floating(a.dtype()) || !is_floating(b.dtype()))
-    fail("matmul: needs float32 or float64 tensors, got ", sa, " ", a.dtype(), " and ", sb, " ",
-         b.dtype());
-  if (a.dtype() != b.dtype())
-    fail("matmul: dtypes differ: ", sa, " is ", a.dtype(), " and ", sb, " is ", b.dtype());
-
-  const size_t ra = sa.size(), rb = sb.size();
-  const int64_t M = transpose_a ? sa[ra - 1] : sa[ra - 2];
-  const int64_t K = transpose_a ? sa[ra - 2] : sa[ra - 1];
-  const int64_t Kb = transpose_b ? sb[rb - 1] : sb[rb - 2];
-  const int64_t N = transpose_b ? sb[rb - 2] : sb[rb - 1];
-  if (K != Kb)
-    fail("matmul: cannot multiply ", show_a, " by ", show_b, ": inner dimensions ", K, " and ", Kb,
-         " differ");
-
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes(batch_a, batch_b, "matmul");
-  } catch (const Error&) {
-    fail("matmul: batch dimensions ", batch_a, " and ", batch_b,
-         " do not broadcast: cannot multiply ", show_a, " by ", show_b);
-  }
-  Shape out_shape = batch;
-  out_shape.push_back(M);
-  out_shape.push_back(N);
-  Tensor out = empty(out_shape, a.dtype());
-  if (out.numel() == 0) return out;
-
-  // Row lengths of the stored matrices (at least 1, as BLIS requires, when
-  // a side is empty).
-  const int64_t lda = std::max<int64_t>(1, sa[ra - 1]);
-  const int64_t ldb = std::max<int64_t>(1, sb[rb - 1]);
-  const int64_t batches = numel(batch);
-
-  visit_floating(a, "matmul", [&](auto tag) {
-    using T = decltype(tag);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* pc = out.data<T>();
-
-    // Every Linear layer: b is one matrix and a's rows are contiguous, so
-    // a's batch folds into its rows and the whole thing is ONE product,
-    // (batches * M, K) x (K, N), big enough for BLIS to run at full speed.
-    if (!transpose_a && numel(batch_b) == 1) {
-      gemm<T>(false, transpose_b, batches * M, N, K, T(1), pa, lda, pb, ldb, T(0), pc, N);
-      return;
-    }
-
-    // General case: for each output batch index, where its a and b matrices
-    // start. An operand's size-1 (or missing) batch axis repeats its matrix.
-    const int64_t nb = static_cast<int64_t>(batch.size());
-    std::vector<int64_t> offset_a(batches), offset_b(batches);
-    // Element strides of each output batch axis in a and b (0 = broadcast).
-    std::vector<int64_t> step_a(nb, 0), step_b(nb, 0);
-    int64_t sa_step = sa[ra - 2] * sa[ra - 1], sb_step = sb[rb - 2] * sb[rb - 1];
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      const int64_t da = d - (nb - static_cast<int64_t>(batch_a.size()));
-      const int64_t db = d - (nb - static_cast<int64_t>(batch_b.size()));
-      if (da >= 0) {
-        if (batch_a[da] != 1) step_a[d] = sa_step;
-        sa_step *= batch_a[da];
-      }
-      if (db >= 0) {
-        if (batch_b[db] != 1) step_b[d] = sb_step;
-        sb_step *= batch_b[db];
-      }
-    }
-    std::vector<int64_t> index(nb, 0);  // the batch index, counted like an odometer
-    int64_t off_a = 0, off_b = 0;
-    for (int64_t i = 0; i < batches; ++i) {
-      offset_a[i] = off_a;
-      offset_b[i] = off_b;
-      for (int64_t d = nb - 1; d >= 0; --d) {
-        if (++index[d] < batch[d]) {
-          off_a += step_a[d];
-          off_b += step_b[d];
-          break;
-        }
-        off_a -= step_a[d] * (batch[d] - 1);
-        off_b -= step_b[d] * (batch[d] - 1);
-        index[d] = 0;
-      }
-    }
-    const int64_t c_step = M * N;
-    batched_products<T>(
-        transpose_a, transpose_b, M, N, K, T(1), lda, ldb, T(0), N, batches,
-        [&](int64_t i) { return pa + offset_a[i]; }, [&](int64_t i) { return pb + offset_b[i]; },
-        [&](int64_t i) { return pc + i * c_step; });
-  });
-  return out;
-}
+template void gemm_offsets<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*,
+                                  int64_t, const int64_t*, const float*, int64_t, const int64_t*,
+                                  float, float*, int64_t, int64_t, int64_t);
+template void gemm_offsets<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*,
+                                   int64_t, const int64_t*, const double*, int64_t,
+                                   const int64_t*, double, double*, int64_t, int64_t, int64_t);
 
 }  // namespace sg::kernel

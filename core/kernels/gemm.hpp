@@ -45,4 +45,14 @@ void gemm_grid(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
                int64_t lda, GridStrides stride_a, const T* b, int64_t ldb, GridStrides stride_b,
                T beta, T* c, int64_t ldc, GridStrides stride_c, int64_t outer, int64_t inner);
 
+// `batch` products whose matrices lie at given offsets: product i reads
+// a + offset_a[i] and b + offset_b[i] and writes c + i * stride_c, run like
+// gemm_batched's (matmul's broadcast batches, where an operand's size-1
+// batch axis repeats one matrix).
+template <class T>
+void gemm_offsets(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, const int64_t* offset_a, const T* b, int64_t ldb,
+                  const int64_t* offset_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                  int64_t batch);
+
 }  // namespace sg::kernel

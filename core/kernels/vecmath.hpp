@@ -71,7 +71,7 @@ inline float exp_fast(float x) { return detail::exp_float<false>(x); }
 // e^-87 (subnormal or nearly). Such a weight changes no row sum, and making
 // a subnormal float costs the CPU a microcode assist of ~100 cycles per
 // vector lane: attention rows with masked keys (exp(-1e6 - max)) or peaked
-// scores ran several times slower with exp_fast (docs/results.md).
+// scores ran several times slower with exp_fast (docs/architecture.md).
 inline float exp_flush(float x) { return detail::exp_float<true>(x); }
 
 inline double exp_fast(double x) { return std::exp(x); }
