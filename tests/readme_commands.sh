@@ -9,7 +9,8 @@
 #     its build), and --compare trains 20 steps of one seed instead of 800 of three;
 #   * the README's test command is what .ci/run runs: it is checked to be
 #     there, word for word, not run again from inside itself.
-# Single training runs (train_encoder, translate_numbers) train 20 steps.
+# Single training runs (train_encoder, translate_numbers, train_gpt) train 20 steps;
+# sample_gpt samples 20 tokens.
 #
 #   tests/readme_commands.sh SOURCE_DIR BUILD_DIR SCRATCH_DIR
 # CXXFLAGS / LDFLAGS in the environment reach the snippet's build (a
@@ -48,6 +49,8 @@ while IFS= read -r line; do
     *train_encoder*--load* | *train_encoder*--report* | *--help*) ;;
     *train_encoder*) cmd="$cmd --steps 20 --eval-every 10" ;;
     *translate_numbers*) cmd="$cmd --steps 20 --eval-every 10" ;;
+    *train_gpt*) cmd="$cmd --max-iters 20 --warmup-iters 5 --eval-interval 10 --eval-iters 2 --sample-tokens 20" ;;
+    *sample_gpt*) cmd="$cmd --max-new-tokens 20" ;;
   esac
   echo "\$ $cmd"
   if ! bash -c "$cmd" > "$work/out.log" 2>&1; then
