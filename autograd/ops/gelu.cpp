@@ -71,14 +71,14 @@ Tensor apply(const Tensor& x, const Tensor& g, bool exact) {
     const T* gv = kSlope ? g.data<T>() : nullptr;
     T* o = out.data<T>();
     const int64_t n = x.numel();
-    // One loop per form, so that each is straight-line code that vectorises.
-    auto each = [&](auto f) { parallel_for(n, n >= kParallelElementwise, [&](int64_t i) { f(i); }); };
+    const bool big = n >= kParallelElementwise;
+    // One loop per form, each straight-line code that vectorises.
     if constexpr (kSlope) {
-      if (exact) each([&](int64_t i) { o[i] = gv[i] * exact_slope(a[i]); });
-      else each([&](int64_t i) { o[i] = gv[i] * tanh_slope(a[i]); });
+      if (exact) parallel_for(n, big, [&](int64_t i) { o[i] = gv[i] * exact_slope(a[i]); });
+      else parallel_for(n, big, [&](int64_t i) { o[i] = gv[i] * tanh_slope(a[i]); });
     } else {
-      if (exact) each([&](int64_t i) { o[i] = exact_value(a[i]); });
-      else each([&](int64_t i) { o[i] = tanh_value(a[i]); });
+      if (exact) parallel_for(n, big, [&](int64_t i) { o[i] = exact_value(a[i]); });
+      else parallel_for(n, big, [&](int64_t i) { o[i] = tanh_value(a[i]); });
     }
   });
   return out;
