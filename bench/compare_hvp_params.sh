@@ -10,7 +10,9 @@
 # rounds each, with the same model, batch, values and thread count, so that
 # a change in machine load hits both alike. Prints each round, then the
 # median over rounds of each one's medians: gradient ms, hvp ms, and the
-# ratio hvp / gradient (the cost of a Hessian-vector product in gradients).
+# ratio hvp / gradient (the cost of a Hessian-vector product in gradients;
+# each run's is the median of its repetitions' ratios, the two timed back
+# to back, so it holds up better than the times on a loaded machine).
 set -euo pipefail
 
 usage() {

@@ -9,7 +9,10 @@
 //   hvp       sg::hvp(loss, params, v) (autograd/tools/functional.hpp): one
 //             forward, a recorded backward (create_graph), then a backward
 //             through that backward.
-// Each repetition runs both, in alternation; the medians are printed, then
+// Each repetition runs both, one right after the other; the medians of
+// their times and of each repetition's ratio hvp / gradient (the two
+// measured a few milliseconds apart, so a change in machine load moves both
+// alike) are printed, then
 // one RESULT line in the format of bench/torch_hvp_params.py (the same model,
 // values and timing in PyTorch; bench/compare_hvp_params.sh runs both side
 // by side). loss and vhv (v . H v) are checksums: they agree with PyTorch's
@@ -91,7 +94,7 @@ int main(int argc, char** argv) {
     const sg::Tensor x = filled({batch, in}, 0.1, 1.0), y = filled({batch, 1}, 0.2, 0.5);
     const auto loss = [&] { return sg::nn::mse_loss(net.forward(x), y); };
 
-    std::vector<double> grad_ms, hvp_ms;
+    std::vector<double> grad_ms, hvp_ms, ratios;  // ratios: each repetition's hvp / gradient
     double loss_value = 0, vhv = 0;
     for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up, untimed
       auto t0 = Clock::now();
@@ -101,16 +104,16 @@ int main(int argc, char** argv) {
       t0 = Clock::now();
       const std::vector<sg::Tensor> hv = sg::hvp(loss, params, v);
       const double ht = ms_since(t0);
-      if (r > 0) grad_ms.push_back(gt), hvp_ms.push_back(ht);
+      if (r > 0) grad_ms.push_back(gt), hvp_ms.push_back(ht), ratios.push_back(ht / gt);
       loss_value = l.item<double>();
       vhv = 0;
       for (size_t i = 0; i < v.size(); ++i) vhv += sg::kernel::to(sg::kernel::sum(sg::kernel::mul(hv[i], v[i])), sg::float64).item<double>();
     }
-    const double gm = median(grad_ms), hm = median(hvp_ms);
+    const double gm = median(grad_ms), hm = median(hvp_ms), ratio = median(ratios);
     std::printf("smallgrad: %lld parameters, batch %d, %d thread(s), %d reps\n",
                 static_cast<long long>(net.parameter_count()), batch, sg::num_threads(), reps);
-    std::printf("gradient %.3f ms, hvp %.3f ms, hvp / gradient %.2f\n", gm, hm, hm / gm);
-    std::printf("RESULT impl=smallgrad grad_ms=%.4f hvp_ms=%.4f ratio=%.3f loss=%.6g vhv=%.6g\n", gm, hm, hm / gm,
+    std::printf("gradient %.3f ms, hvp %.3f ms, hvp / gradient %.2f\n", gm, hm, ratio);
+    std::printf("RESULT impl=smallgrad grad_ms=%.4f hvp_ms=%.4f ratio=%.3f loss=%.6g vhv=%.6g\n", gm, hm, ratio,
                 loss_value, vhv);
     return 0;
   } catch (const std::exception& e) {
