@@ -182,6 +182,11 @@ struct BackwardOptions {
 // changes no .grad. Its nodes that already ran are freed (unless
 // retain_graph), and a later backward through them says which error freed them.
 //
+// With create_graph, a pass through an op whose backward is graph-free
+// (record() above: it ran only sg::kernel functions) throws, naming the op,
+// before any .grad changes, rather than leave that op out of the second
+// derivative.
+//
 // With create_graph, a leaf's .grad is a tensor with a history (a .grad
 // already there is replaced by the recorded sum, out of place); that history
 // holds the leaf, so leaf -> .grad -> graph -> leaf is a reference cycle
