@@ -140,9 +140,9 @@ std::vector<Tensor> hvp(const LossFn& loss, const std::vector<Tensor>& params, c
   const Tensor y = scalar_loss(loss, "hvp");
   if (!y.requires_grad()) return filled(Grads(params.size()), params);
   const Grads g = filled(grad(y, params, {.create_graph = true}), params);  // recorded: dg/dparams = H
-  const Tensor gv = dot(g, v);
-  if (!gv.requires_grad()) return filled(Grads(params.size()), params);  // loss linear: H = 0
-  return filled(grad(gv, params), params);
+  const Tensor g_dot_v = dot(g, v);
+  if (!g_dot_v.requires_grad()) return filled(Grads(params.size()), params);  // loss linear: H = 0
+  return filled(grad(g_dot_v, params), params);
 }
 
 Tensor jvp(const LossFn& f, const std::vector<Tensor>& params, const std::vector<Tensor>& v) {
