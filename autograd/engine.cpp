@@ -33,16 +33,17 @@ std::string path_text(const std::vector<const Node*>& path) {
 
 // Throws if node cannot run its backward: freed by an earlier pass, or a
 // tensor it saved was changed in place since. `made` is the tensor node made
-// (for describing its output); `path` runs from the output's node to node.
-void check_runnable(const Node& node, const Tensor& made, const std::vector<const Node*>& path) {
+// (for describing its output); `path` runs from the output's node to node;
+// `who` is the call that asked (backward or grad).
+void check_runnable(const char* who, const Node& node, const Tensor& made, const std::vector<const Node*>& path) {
   if (node.released) {
     if (node.failure)
-      fail("backward: the graph through '", node.op, "' was freed by an earlier backward() that "
-           "failed part-way, with: ", *node.failure, "; build the graph again (that backward changed "
+      fail(who, ": the graph through '", node.op, "' was freed by an earlier backward() or grad() that "
+           "failed part-way, with: ", *node.failure, "; build the graph again (that pass changed "
            "no .grad)");
-    fail("backward: the graph through '", node.op,
-         "' was already freed by an earlier backward(); pass retain_graph = true to the first "
-         "backward to go through it twice");
+    fail(who, ": the graph through '", node.op,
+         "' was already freed by an earlier backward() or grad(); pass retain_graph = true to the first "
+         "pass to go through it twice");
   }
   for (const Node::Saved& s : node.saved) {
     const uint64_t now = s.storage->version.load(std::memory_order_relaxed);
@@ -51,10 +52,10 @@ void check_runnable(const Node& node, const Tensor& made, const std::vector<cons
         s.which >= 0 ? detail::cat("its input ", s.which, " (", anomaly::describe(node.inputs[static_cast<size_t>(s.which)]), ")")
         : s.which == Node::kOutput ? detail::cat("its output (", made.shape(), " ", made.dtype(), ")")
                                    : detail::cat("saved tensor ", Node::kOther - s.which, " (not an input)");
-    fail("backward: '", node.op, "' saved ", what, " for its backward, and it was modified by an "
+    fail(who, ": '", node.op, "' saved ", what, " for its backward, and it was modified by an "
          "in-place operation since: it is at version ", now, ", it was at version ", s.version,
          " when '", node.op, "' ran; the gradient would be computed from values the forward did not "
-         "see. Change it after backward(), or give the op a copy (sg::clone). '", node.op,
+         "see. Change it after ", who, "(), or give the op a copy (sg::clone). '", node.op,
          "' was reached from the output through ", path_text(path),
          anomaly_mode() ? detail::cat("; the forward '", node.op, "' read ", anomaly::describe_all(node.inputs)) : "");
   }
@@ -73,9 +74,11 @@ bool runnable(const Node& node) {
 // output's node first) cannot run (check_runnable), naming the tensor the
 // node made and the ops on a path to it from the output: each node reached
 // from its first consumer in `order`.
-void check_graph(const Tensor& output, const std::vector<std::shared_ptr<Node>>& order) {
-  for (const auto& bad : order) {
-    if (runnable(*bad)) continue;
+void check_graph(const char* who, const Tensor& output, const std::vector<std::shared_ptr<Node>>& order,
+                 const std::vector<char>& runs) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto& bad = order[k];
+    if (!runs[k] || runnable(*bad)) continue;
     std::unordered_map<const Node*, std::pair<const Node*, const Tensor*>> from;  // node -> (consumer, tensor)
     for (const auto& node : order)
       for (const Tensor& in : node->inputs)
@@ -83,7 +86,7 @@ void check_graph(const Tensor& output, const std::vector<std::shared_ptr<Node>>&
     std::vector<const Node*> path{bad.get()};
     while (path.back() != output.node().get()) path.push_back(from.at(path.back()).first);
     std::reverse(path.begin(), path.end());
-    check_runnable(*bad, bad == output.node() ? output : *from.at(bad.get()).second, path);
+    check_runnable(who, *bad, bad == output.node() ? output : *from.at(bad.get()).second, path);
   }
 }
 
@@ -166,6 +169,47 @@ class LeafGrads {
   explicit LeafGrads(bool create_graph) : create_graph_(create_graph) {}
   bool create_graph() const { return create_graph_; }
 
+  // grad() only: the tensors whose gradients are asked for. Those with a
+  // node (intermediates) get the sum of the gradients of their node's
+  // output, taken when the node's turn comes; the pass runs only the nodes
+  // on a path from the output to one of them. Without a call (backward()),
+  // every node runs.
+  void want(const std::vector<Tensor>& targets) {
+    targets_ = &targets;
+    for (const Tensor& t : targets)
+      if (t.node()) node_grads_.try_emplace(t.node().get());
+  }
+  // For each node of `order` (output's node first, each before its inputs'
+  // nodes): 1 when its backward must run. A node freed by an earlier pass
+  // counts as leading to a target (what it led to is gone), so that
+  // check_graph reports it, unless it made a target itself: then only its
+  // output's gradient is needed, which its consumers give.
+  std::vector<char> runs(const std::vector<std::shared_ptr<Node>>& order) const {
+    if (!targets_) return std::vector<char>(order.size(), 1);
+    std::unordered_set<const TensorImpl*> leaf_targets;
+    for (const Tensor& t : *targets_)
+      if (!t.node()) leaf_targets.insert(t.impl());
+    std::unordered_map<const Node*, size_t> index;
+    for (size_t k = 0; k < order.size(); ++k) index.emplace(order[k].get(), k);
+    std::vector<char> runs(order.size(), 0);
+    for (size_t k = order.size(); k-- > 0;) {  // inputs' nodes before their consumers
+      const Node& node = *order[k];
+      runs[k] = node.released && !node_grads_.count(&node);
+      for (const Tensor& in : node.inputs) {
+        if (!in.defined() || runs[k]) continue;
+        if (!in.node())
+          runs[k] = leaf_targets.count(in.impl()) > 0;
+        else
+          runs[k] = node_grads_.count(in.node().get()) > 0 || runs[index.at(in.node().get())];
+      }
+    }
+    return runs;
+  }
+  // Keeps g, the summed gradient of node's output, when that output was asked for.
+  void node_gradient(const Node* node, const Tensor& g) {
+    if (const auto it = node_grads_.find(node); it != node_grads_.end()) it->second = g;
+  }
+
   void add(const Tensor& leaf, const Tensor& g) {
     const auto [it, fresh] = index_.try_emplace(leaf.impl(), items_.size());
     if (fresh)
@@ -199,6 +243,11 @@ class LeafGrads {
     Grads out;
     out.reserve(inputs.size());
     for (const Tensor& in : inputs) {
+      if (in.node()) {
+        const Tensor& g = node_grads_.at(in.node().get());
+        out.push_back(g.defined() ? own_buffer(g) : Tensor());
+        continue;
+      }
       const auto it = in.defined() ? index_.find(in.impl()) : index_.end();
       if (it == index_.end()) {
         out.emplace_back();
@@ -208,6 +257,7 @@ class LeafGrads {
     }
     items_.clear();
     index_.clear();
+    node_grads_.clear();
     return out;
   }
 
@@ -218,6 +268,8 @@ class LeafGrads {
   std::vector<Item> items_;
   std::unordered_map<const TensorImpl*, size_t> index_;
   bool create_graph_;
+  const std::vector<Tensor>* targets_ = nullptr;
+  std::unordered_map<const Node*, Tensor> node_grads_;
 };
 
 // Sends on what node's backward returned: grads[i] is the gradient of the
@@ -261,12 +313,32 @@ void release(Node& node, bool retain_graph) {
 
 // node's backward, its errors prefixed with the op's name (the engine's own
 // checks name it already; an error from inside a backward may not).
-Grads run_backward(Node& node, const Tensor& g, bool anomaly) {
+Grads run_backward(const char* who, Node& node, const Tensor& g, bool anomaly) {
   try {
     return anomaly ? anomaly::backward_naming_op(node, g) : node.backward(g);
   } catch (const Error& e) {
-    fail("backward of '", node.op, "' failed: ", e.what());
+    fail(who, ": backward of '", node.op, "' failed: ", e.what());
   }
+}
+
+// Under create_graph, refuses a backward that ran no sg:: op (record() was
+// not called: detail::record_calls() did not move) and yet returned a
+// gradient other than g itself for an input that requires grad: it computed
+// that gradient with the graph-free kernels (sg::kernel), which record
+// nothing, so differentiating it again would silently leave out how it
+// depends on the op's inputs (PyTorch's once_differentiable refuses the same).
+// A composed backward calls sg:: ops even where they record nothing (relu's
+// mul by a constant mask), so it is never refused.
+void check_differentiable(const char* who, const Node& node, const Tensor& g, const Grads& grads,
+                          uint64_t calls_before) {
+  if (detail::record_calls() != calls_before) return;
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (grads[i].defined() && !grads[i].is_same(g) && node.inputs[i].defined() && node.inputs[i].requires_grad())
+      fail(who, " (create_graph): the backward of '", node.op, "' is graph-free (it ran no sg:: op, only "
+           "sg::kernel functions, which record nothing), so the gradient it returns cannot be differentiated "
+           "again and a second derivative through '", node.op, "' would be wrong; make '", node.op,
+           "' twice differentiable by computing its backward with sg:: ops when grad_enabled() is true "
+           "(docs/adding-a-layer.md, \"Twice differentiable\"), or leave out create_graph");
 }
 
 // One backward pass from `output`; the leaves' gradients are left in `leaves`.
@@ -275,7 +347,9 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
               LeafGrads& leaves) {
   if (!output.requires_grad())
     fail(who, ": tensor of shape ", output.shape(),
-         " does not require grad (no input of the ops that made it requires grad)");
+         " does not require grad (no input of the ops that made it requires grad); if it is a gradient "
+         "from grad() or backward(), or was computed from one, that pass needs {.create_graph = true} "
+         "for its result to be differentiated again");
   Tensor seed = grad_output;
   if (!seed.defined()) {
     if (output.numel() != 1)
@@ -289,7 +363,7 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
   const bool anomaly = anomaly_mode();
   if (anomaly)
     if (const int64_t bad = anomaly::first_nonfinite(seed); bad >= 0)
-      fail("anomaly mode: the gradient passed to backward() holds ", anomaly::where(seed, bad), " of ",
+      fail("anomaly mode: the gradient passed to ", who, "() holds ", anomaly::where(seed, bad), " of ",
            seed.shape(), " ", seed.dtype());
   if (output.is_leaf()) {
     leaves.add(output, seed);
@@ -308,7 +382,8 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
   else
     no_grad.emplace();
   const auto order = topological_order(output.node());
-  check_graph(output, order);  // throws, before anything ran, if a node cannot run
+  const std::vector<char> runs = leaves.runs(order);  // all of them, except for grad()
+  check_graph(who, output, order, runs);  // throws, before anything ran, if a node cannot run
   // A backward that threw part-way (say, a wrong gradient shape) leaves
   // partial sums in the nodes it had not reached yet; start from none.
   for (const auto& node : order) node->grad = Tensor();
@@ -320,20 +395,23 @@ void run_pass(const char* who, const Tensor& output, const Tensor& grad_output, 
       Node& node = *order[done];
       Tensor g = std::move(node.grad);
       node.grad = Tensor();
-      if (g.defined()) {
+      leaves.node_gradient(&node, g);
+      if (g.defined() && runs[done]) {
         if (anomaly) anomaly::check_sum(node, g, trail);
         profile_mark("sum gradients");
-        const Grads grads = run_backward(node, g, anomaly);
+        const uint64_t calls = detail::record_calls();
+        const Grads grads = run_backward(who, node, g, anomaly);
         profile_mark_backward(node.op);
         if (grads.size() != node.inputs.size())
-          fail("backward of '", node.op, "' returned ", grads.size(), " gradients for ",
+          fail(who, ": backward of '", node.op, "' returned ", grads.size(), " gradients for ",
                node.inputs.size(), " inputs");
+        if (create_graph) check_differentiable(who, node, g, grads, calls);
         // The engine's checks of the gradient for input i before it goes on.
         const auto check = [&](size_t i) {
           const Tensor& in = node.inputs[i];
           const Tensor& gi = grads[i];
           if (gi.shape() != in.shape() || gi.dtype() != in.dtype())
-            fail("backward of '", node.op, "' returned a gradient of shape ", gi.shape(), " (",
+            fail(who, ": backward of '", node.op, "' returned a gradient of shape ", gi.shape(), " (",
                  gi.dtype(), ") for input ", i, " of shape ", in.shape(), " (", in.dtype(), ")");
           if (anomaly) {
             anomaly::check_gradient(node, i, gi, g, trail);
@@ -374,15 +452,21 @@ Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor
   return grad(output, inputs, grad_output, BackwardOptions{retain_graph, false});
 }
 
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, BackwardOptions options) {
+  return grad(output, inputs, Tensor(), options);
+}
+
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output,
            BackwardOptions options) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) fail("grad: input ", i, " is an undefined tensor");
-    if (!inputs[i].is_leaf() || !inputs[i].requires_grad())
+    if (!inputs[i].requires_grad())
       fail("grad: input ", i, " of shape ", inputs[i].shape(),
-           " is not a leaf tensor that requires grad (grad returns leaves' gradients only)");
+           " does not require grad: it is neither a leaf that requires grad nor the result of an op "
+           "on one, so no gradient flows into it");
   }
   LeafGrads leaves(options.create_graph);
+  leaves.want(inputs);
   run_pass("grad", output, grad_output, options.retain_graph, leaves);
   return leaves.take(inputs);
 }

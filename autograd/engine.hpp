@@ -47,9 +47,29 @@ class EnableGradGuard {
 //   // y = x^2, dy/dx = 2x
 //   sg::Tensor square(const sg::Tensor& x) {
 //     return sg::record("square", sg::kernel::mul(x, x), {x}, [x](const sg::Tensor& g) -> sg::Grads {
-//       return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};  // dL/dx = dL/dy * 2x
+//       if (sg::grad_enabled()) return {sg::mul(g, sg::affine(x, 2, 0))};   // composed: twice differentiable
+//       return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};          // graph-free: first order, fastest
 //     });
 //   }
+//
+// The backward has two forms, and may have both, as above (every op of the
+// library does):
+//   graph-free  sg::kernel calls only. Records nothing, so its gradient has
+//               no history: enough for backward() and first-order grad(),
+//               and a create_graph pass through the op throws, naming it
+//               (PyTorch's once_differentiable), rather than return a second
+//               derivative that leaves the op out.
+//   composed    sg:: ops (sg::mul, sg::exp, ...) on g and the captured
+//               inputs. Under create_graph they record, so the gradient can
+//               be differentiated again (hvp, hessian, gradient penalties,
+//               second-order MAML); check it with sg::gradgradcheck.
+// Which to write: the composed form alone is the shortest twice
+// differentiable op; the graph-free form alone suits an op whose second
+// derivatives nobody takes; both, switched on sg::grad_enabled() (true only
+// under create_graph), give the kernels' speed to first order and second
+// derivatives too. The engine tells the forms apart by whether the backward
+// called any sg:: op: a composed backward that returns g itself, or calls an
+// sg:: op that records nothing (a mul by a constant mask), is composed.
 //
 // This form saves every input: backward() refuses to run if any input was
 // changed in place after the op (its version moved). When backward reads
@@ -80,8 +100,8 @@ class EnableGradGuard {
 //             work in it; under backward's create_graph it runs with recording
 //             on (grad_enabled() is true), and then only what it computes
 //             with sg:: ops from g and the captured inputs can be
-//             differentiated again (docs/adding-a-layer.md: "Twice
-//             differentiable"). Never change g or an input in place (returning g
+//             differentiated again (the two forms above; docs/adding-a-layer.md:
+//             "Twice differentiable"). Never change g or an input in place (returning g
 //             itself is fine): the engine sums gradients out of place.
 //             Capture by value; capture `out.detach()`, never `out` (a cycle).
 //   saved     (second form) every tensor whose values backward reads: inputs,
@@ -162,6 +182,11 @@ struct BackwardOptions {
 // changes no .grad. Its nodes that already ran are freed (unless
 // retain_graph), and a later backward through them says which error freed them.
 //
+// With create_graph, a pass through an op whose backward is graph-free
+// (record() above: it ran only sg::kernel functions) throws, naming the op,
+// before any .grad changes, rather than leave that op out of the second
+// derivative.
+//
 // With create_graph, a leaf's .grad is a tensor with a history (a .grad
 // already there is replaced by the recorded sum, out of place); that history
 // holds the leaf, so leaf -> .grad -> graph -> leaf is a reference cycle
@@ -179,25 +204,35 @@ void backward(const Tensor& output, const Tensor& grad_output = Tensor(), bool r
 void backward(const Tensor& output, const Tensor& grad_output, BackwardOptions options);
 void backward(const Tensor& output, BackwardOptions options);
 
-// The gradients of `output` with respect to `inputs` (leaves that require
-// grad), returned instead of added into their .grad (PyTorch's
-// torch.autograd.grad): no .grad changes. One per input, each in a buffer of
-// its own; undefined where no gradient flows. The same pass as backward()
-// otherwise (checks, errors, freeing the graph). A data-parallel step
-// (parallel/data_parallel.hpp) uses it to keep each micro-batch's gradients apart
-// and sum them in a fixed order.
+// The gradients of `output` with respect to `inputs` (PyTorch's
+// torch.autograd.grad), returned instead of added into .grad: no .grad
+// changes. One per input, each in a buffer of its own; undefined where no
+// gradient flows. An input is any tensor that requires grad: a leaf, or an
+// intermediate result of the graph, whose gradient is the one that flows
+// into it (the sum over the ops that read it, as in PyTorch), to first
+// order and, with create_graph, to any order. The pass runs only the
+// backwards on a path from `output` to an input; otherwise it is the same
+// pass as backward() (checks, errors, freeing the graph). A data-parallel
+// step (parallel/data_parallel.hpp) uses it to keep each micro-batch's
+// gradients apart and sum them in a fixed order.
 //
 // Derivatives of derivatives: with create_graph the returned gradients have
 // a history and can be passed to grad() again. grad_output may itself
 // require grad (a leaf), and then the gradients are differentiable in it
-// too (autograd/tools/functional.hpp uses that for jvp).
+// too (autograd/tools/functional.hpp uses that for jvp). A backward that is
+// graph-free (it ran only sg::kernel functions, record() above) makes a
+// create_graph pass through its op throw, naming the op: its gradient could
+// not be differentiated again.
 //
 //   sg::Tensor x = sg::full({}, 0.5, sg::float64).set_requires_grad();
-//   sg::Tensor dy = sg::grad(sg::tanh(x), {x}, {}, {.create_graph = true})[0];
+//   sg::Tensor h = sg::tanh(x);
+//   sg::Tensor dh = sg::grad(sg::mul(h, h), {h})[0];            // 2 tanh(x): an intermediate's gradient
+//   sg::Tensor dy = sg::grad(sg::tanh(x), {x}, {.create_graph = true})[0];
 //   sg::Tensor d2y = sg::grad(dy, {x})[0];        // -2 tanh(x) (1 - tanh(x)^2)
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
            bool retain_graph = false);
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output,
            BackwardOptions options);
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, BackwardOptions options);
 
 }  // namespace sg

@@ -67,4 +67,11 @@ struct Node {
   static int64_t live_count();
 };
 
+namespace detail {
+// How many times record() has been called on this thread, by any sg:: op,
+// recording or not. The engine reads it around a backward under
+// create_graph: a backward that called no sg:: op is graph-free.
+uint64_t record_calls();
+}  // namespace detail
+
 }  // namespace sg

@@ -12,7 +12,10 @@ namespace sg {
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local bool g_anomaly_mode = false;
+thread_local uint64_t t_record_calls = 0;
 }  // namespace
+
+uint64_t detail::record_calls() { return t_record_calls; }
 
 bool grad_enabled() { return g_grad_enabled; }
 // The recording switch is g_grad_enabled, this thread's own: record_node()
@@ -46,6 +49,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 namespace {
 Tensor record_node(const char* op, Tensor out, std::vector<Tensor> inputs,
                    const std::vector<Tensor>* saved, BackwardFn backward) {
+  ++t_record_calls;
   if (g_anomaly_mode) anomaly::check_forward(op, out, inputs);  // before the early return: ops that record nothing too
   profile_mark(op);
   if (!any_requires_grad(inputs)) return out;

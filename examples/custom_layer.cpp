@@ -2,7 +2,10 @@
 //
 //   * SiLU as a custom op: its forward computed with the graph-free kernels
 //     (sg::kernel), its backward written right under it, both joined to the
-//     graph by sg::record (PyTorch's autograd.Function);
+//     graph by sg::record (PyTorch's autograd.Function). Its backward has both
+//     forms: graph-free kernels to first order, sg:: ops under create_graph;
+//   * a cube op whose backward is graph-free only: right to first order, and
+//     a second derivative through it (hvp) is refused, naming it;
 //   * RMSNorm as a custom module: a class deriving from sg::nn::Module that
 //     registers a weight and builds its forward from existing ops, so it needs
 //     no backward of its own.
@@ -17,7 +20,9 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <string>
 
+#include "autograd/tools/functional.hpp"  // hvp (not in smallgrad.hpp)
 #include "cli.hpp"
 
 namespace {
@@ -40,6 +45,18 @@ sg::Tensor silu(const sg::Tensor& x) {
     sg::Tensor one_minus_s = sg::kernel::affine(s, -1.0, 1.0);
     sg::Tensor dy_dx = sg::kernel::mul(s, sg::kernel::affine(sg::kernel::mul(x, one_minus_s), 1.0, 1.0));
     return {sg::kernel::mul(g, dy_dx)};  // one gradient per input: dL/dx = dL/dy * dy/dx
+  });
+}
+
+// ---- a custom op, first order only ----
+// y = x^3, dy/dx = 3 x^2, the backward in graph-free kernels alone: the
+// gradient it returns has no history, so a create_graph pass through it (an
+// hvp, a gradient penalty) throws naming 'cube' instead of returning a
+// second derivative that leaves it out. Its composed form would be
+// `return {g * x * x * 3.0};` (sg:: ops), as silu's above.
+sg::Tensor cube(const sg::Tensor& x) {
+  return sg::record("cube", sg::kernel::pow(x, 3), {x}, [x](const sg::Tensor& g) -> sg::Grads {
+    return {sg::kernel::mul(g, sg::kernel::affine(sg::kernel::mul(x, x), 3.0, 0))};
   });
 }
 
@@ -94,7 +111,20 @@ bool gradcheck_both() {
   const sg::GradcheckResult layer =
       sg::nn::gradcheck_module(norm, norm_fn, {sg::randn({4, 6}, gen)}, {.name = "RMSNorm"});
   std::cout << layer << "\n";
-  return op && twice && layer;
+
+  // The graph-free op: right to first order, refused to second.
+  auto cube_fn = [](const std::vector<sg::Tensor>& in) { return cube(in[0]); };
+  const sg::GradcheckResult first = sg::gradcheck(cube_fn, {sg::randn({3, 5}, gen)}, {.name = "cube"});
+  std::cout << first << "\n";
+  bool refused = false;
+  try {
+    const sg::Tensor x = sg::randn({4}, gen, sg::float64);
+    sg::hvp([](const std::vector<sg::Tensor>& in) { return sg::sum(cube(in[0])); }, {x}, {sg::ones({4}, sg::float64)});
+  } catch (const sg::Error& e) {
+    std::cout << "second order through cube refused: " << e.what() << "\n";
+    refused = std::string(e.what()).find("'cube' is graph-free") != std::string::npos;
+  }
+  return op && twice && layer && first && refused;
 }
 
 // Fits y = sin(pi x0) * x1 + 0.5 x2^2 on 256 points of [-1, 1]^3 with Adam;

@@ -69,7 +69,7 @@ double tanh_derivatives(examples::Outputs& out) {
   // so d/dx_i sum_j f(x_j) = f'(x_i). create_graph keeps each result
   // differentiable, so the next grad() can go through it.
   std::vector<sg::Tensor> d = {sg::tanh(x)};
-  for (int k = 1; k <= 4; ++k) d.push_back(sg::grad(sg::sum(d.back()), {x}, {}, {.create_graph = true})[0]);
+  for (int k = 1; k <= 4; ++k) d.push_back(sg::grad(sg::sum(d.back()), {x}, {.create_graph = true})[0]);
 
   const std::vector<double> xs = x.to_vector<double>();
   const char* names[] = {"tanh", "tanh'", "tanh''", "tanh'''", "tanh''''"};
@@ -163,7 +163,7 @@ Trace newton_cg(const Problem& P, int64_t steps, int cg_iters, double target) {
     sg::Tensor wl = leaf(w);
     sg::Tensor loss = P.loss(wl);
     if (note(t, loss.item<double>(), t0, target) || it == steps) break;
-    const sg::Tensor g = sg::grad(loss, {wl}, {}, {.create_graph = true})[0];  // has a history: dg/dw = H
+    const sg::Tensor g = sg::grad(loss, {wl}, {.create_graph = true})[0];  // has a history: dg/dw = H
     ++t.grads;
     const sg::Tensor gd = g.detach();
     auto hv = [&](const sg::Tensor& v) {
@@ -337,7 +337,7 @@ Batch sample(sg::Generator& gen, int64_t B) {
 
 // ||d f / d x|| at each row of x_hat, (B); with create_graph, differentiable in the critic's weights.
 sg::Tensor grad_norm(const Critic& f, const sg::Tensor& x_hat, bool create_graph) {
-  const sg::Tensor g = sg::grad(sg::sum(f.forward(x_hat)), {x_hat}, {}, {.create_graph = create_graph})[0];
+  const sg::Tensor g = sg::grad(sg::sum(f.forward(x_hat)), {x_hat}, {.create_graph = create_graph})[0];
   return sg::sqrt(sg::sum(g * g, 1) + 1e-12);
 }
 

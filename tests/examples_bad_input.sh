@@ -194,6 +194,7 @@ expect 2 "--iters.*out of range" higher_order --iters 0
 expect 2 "--seed.*not a whole number" higher_order --seed x
 expect 2 "unknown flag --step \(did you mean --steps\?\)" higher_order --step 5
 expect 1 "--out '$work/a_file.*cannot make" higher_order --out "$work/a_file"
+expect 2 "--iters.*out of range" curvature --iters 0
 # The MPI example, when built (SMALLGRAD_MPI and libopenmpi-dev), run as one process.
 if [ -x "$bin/train_encoder_mpi" ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -203,7 +204,7 @@ if [ -x "$bin/train_encoder_mpi" ]; then
   expect 1 "--out '$work/a_file.*cannot make" train_encoder_mpi --steps 1 --out "$work/a_file"
 fi
 # --help: every flag described, defaults shown, exit 0.
-for p in train_encoder tensor_tour positional_encoding self_attention attention_graph custom_layer higher_order; do
+for p in train_encoder tensor_tour positional_encoding self_attention attention_graph custom_layer higher_order curvature; do
   rows=$((rows + 1))
   if ! "$bin/$p" --help > "$work/help" 2>&1; then
     fail "$p --help: exit status not 0"

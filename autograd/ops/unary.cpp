@@ -119,7 +119,7 @@ Tensor abs(const Tensor& x) {
 Tensor pow(const Tensor& x, double p) {
   return record("pow", kernel::pow(x, p), {x}, [x, p](const Tensor& g) -> Grads {
     // d x^p = p x^(p-1); for p = 0 exactly 0 (not 0 * x^-1, NaN at x = 0)
-    if (p == 0) return {zeros_like(x)};
+    if (p == 0) return {grad_enabled() ? mul(g, zeros_like(x)) : zeros_like(x)};  // mul: a composed form, for create_graph
     if (grad_enabled()) return {mul(g, p == 2 ? affine(x, 2.0, 0) : affine(pow(x, p - 1), p, 0))};
     Tensor d = p == 2 ? kernel::affine(x, 2.0, 0) : kernel::affine(kernel::pow(x, p - 1), p, 0);
     return {kernel::mul(g, d)};

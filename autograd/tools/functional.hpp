@@ -12,7 +12,19 @@
 //                     backward passes, the first recorded: about 4x the cost of f.
 //   hessian(f, x)     the full (n, n) Hessian for one input of n elements,
 //                     one hvp per column: n times hvp's cost, for a handful of
-//                     parameters only.
+//                     parameters only. f must return a scalar (as PyTorch's).
+//
+// The same over a model's parameters (or any leaves that require grad):
+// `loss` takes no argument and reads the parameters where they are, so
+// nothing is copied and no module is rebuilt (what PyTorch's functional_call
+// is for). The parameters' .grad is left alone:
+//
+//   auto loss = [&] { return sg::nn::mse_loss(model.forward(x), y); };
+//   std::vector<sg::Tensor> hv = sg::hvp(loss, model.parameters(), v);   // H v, v one tensor per parameter
+//   sg::Tensor h = sg::hessian(loss, model.parameters());                // (n, n), n = parameter_count()
+//
+// hessian over parameters takes the first gradient once (recorded) and then
+// one backward per column through it: about n + 1 backwards.
 #include <functional>
 #include <vector>
 
@@ -28,5 +40,15 @@ Tensor jvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Te
 std::vector<Tensor> hvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v);
 // f of a single input of n elements -> (n, n), in x's dtype.
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
+
+// Over parameters: `params` leaves that require grad, all of one float
+// dtype; v one tensor per parameter, of its shape and dtype. hvp's and
+// hessian's loss must return a scalar; jvp's f any tensor (J v of its shape).
+using LossFn = std::function<Tensor()>;
+std::vector<Tensor> hvp(const LossFn& loss, const std::vector<Tensor>& params, const std::vector<Tensor>& v);
+Tensor jvp(const LossFn& f, const std::vector<Tensor>& params, const std::vector<Tensor>& v);
+// (n, n) with n the parameters' total element count, in their order (row
+// and column k: element k of the parameters flattened one after another).
+Tensor hessian(const LossFn& loss, const std::vector<Tensor>& params);
 
 }  // namespace sg

@@ -425,6 +425,73 @@ TEST_CASE("grad returns the leaves' gradients and leaves .grad alone", "[autogra
   // Each gradient is a buffer of its own: changing it changes nothing else.
   sg::kernel::fill_(g[0], 0.0);
   require_values(x, {1, -2, 3});
-  REQUIRE_THROWS_WITH(sg::grad(sg::sum(x * x), {x * 2.0}), Contains("grad: input 0") && Contains("not a leaf"));
+  REQUIRE_THROWS_WITH(sg::grad(sg::sum(x * x), {values({1}, {1})}),
+                      Contains("grad: input 0 of shape (1) does not require grad"));
   REQUIRE_THROWS_WITH(sg::grad(sg::sum(w), {x, Tensor()}), Contains("grad: input 1 is an undefined tensor"));
+}
+
+TEST_CASE("grad of an intermediate tensor is the gradient that flows into it, summed over its uses",
+          "[autograd][engine]") {
+  const std::vector<double> xv = {0.3, -1.2, 2.0}, wv = {0.5, 4, -1};
+  Tensor x = values(xv, {3}).set_requires_grad();
+  Tensor w = values(wv, {3});
+  Tensor h = sg::tanh(x);                               // an intermediate, read twice below
+  Tensor y = sg::sum(h * h) + sg::sum(h * w);
+  Tensor unrelated = sg::exp(x);                        // in x's graph, not in y's
+  Grads g = sg::grad(y, {h, x, unrelated, y});
+  std::vector<double> dh(3), dx(3);
+  for (size_t i = 0; i < 3; ++i) {
+    const double t = std::tanh(xv[i]);
+    dh[i] = 2 * t + wv[i];
+    dx[i] = dh[i] * (1 - t * t);
+  }
+  require_values(g[0], dh);             // dy/dh: the sum over both uses of h
+  require_values(g[1], dx);             // and on through tanh to the leaf
+  REQUIRE_FALSE(g[2].defined());        // no gradient flows into it from y
+  require_values(g[3], {1});            // the output itself: the seed
+  REQUIRE_FALSE(x.grad().defined());    // .grad untouched
+  REQUIRE_FALSE(h.grad().defined());
+  // With an explicit gradient of a non-scalar output.
+  Tensor z = h * 3.0;
+  require_values(sg::grad(z, {h}, values({1, 2, 3}, {3}))[0], {3, 6, 9});
+}
+
+TEST_CASE("grad of an intermediate runs only the backwards above it", "[autograd][engine]") {
+  Tensor x = values({1, 2}, {2}).set_requires_grad();
+  int calls = 0;
+  Tensor h = counted_double(x, &calls) * 1.0;  // the counted op lies below h
+  Tensor y = sg::sum(h * h);
+  require_values(sg::grad(y, {h}, Tensor(), true)[0], {4, 8});  // 2h
+  REQUIRE(calls == 0);
+  require_values(sg::grad(y, {x})[0], {8, 16});  // 2h * 2
+  REQUIRE(calls == 1);
+}
+
+TEST_CASE("errors from grad() name grad; a gradient without create_graph says how to differentiate it again",
+          "[autograd][engine]") {
+  Tensor x = values({0.5}, {}).set_requires_grad();
+  // The gradient of a first-order grad() has no history: its error names create_graph.
+  const Tensor dy = sg::grad(sg::tanh(x), {x})[0];
+  REQUIRE_THROWS_WITH(sg::grad(dy, {x}), Contains("grad: tensor of shape () does not require grad") &&
+                                             Contains("{.create_graph = true}"));
+  REQUIRE_THROWS_WITH(sg::backward(dy), Contains("backward: tensor of shape () does not require grad") &&
+                                            Contains("{.create_graph = true}"));
+  // A graph freed by an earlier pass.
+  Tensor y = sg::sum(x * x);
+  (void)sg::grad(y, {x});
+  REQUIRE_THROWS_WITH(sg::grad(y, {x}), Catch::StartsWith("grad: the graph through 'sum' was already freed") &&
+                                            Contains("retain_graph"));
+  // A saved tensor changed in place.
+  Tensor a = values({1, 2}, {2}).set_requires_grad();
+  Tensor b = values({3, 4}, {2});
+  Tensor p = sg::sum(a * b);
+  sg::kernel::add_(b, values({1, 1}, {2}));
+  REQUIRE_THROWS_WITH(sg::grad(p, {a}), Catch::StartsWith("grad: 'mul' saved its input 1") &&
+                                            Contains("Change it after grad()"));
+  // A custom backward returning the wrong shape.
+  Tensor c = values({1, 2, 3}, {3}).set_requires_grad();
+  Tensor bad = sg::record("bad_shape", sg::kernel::affine(c, 1, 0), {c}, [](const Tensor&) -> Grads {
+    return {sg::ones({2}, sg::float64)};
+  });
+  REQUIRE_THROWS_WITH(sg::grad(sg::sum(bad), {c}), Catch::StartsWith("grad: backward of 'bad_shape' returned a gradient"));
 }

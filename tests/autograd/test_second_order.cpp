@@ -21,6 +21,8 @@
 #include "autograd/ops/softmax.hpp"
 #include "autograd/ops/unary.hpp"
 #include "autograd/tools/functional.hpp"
+#include "autograd/tools/gradcheck.hpp"
+#include "autograd/tools/gradgradcheck.hpp"
 #include "core/kernels.hpp"
 #include "test_util.hpp"
 
@@ -233,4 +235,101 @@ TEST_CASE("anomaly mode finds a NaN or an infinity born in the second backward",
   sg::AnomalyModeGuard anomaly;
   REQUIRE_THROWS_WITH(sg::grad(sg::sum(d1), {x}), Contains("anomaly mode") && Contains("'pow'") && Contains("inf"));
   REQUIRE_FALSE(x.grad().defined());
+}
+
+namespace {
+// y = x^2 as the record() documentation's graph-free form: kernels only.
+Tensor graph_free_square(const Tensor& x) {
+  return sg::record("graph_free_square", sg::kernel::mul(x, x), {x}, [x](const Tensor& g) -> sg::Grads {
+    return {sg::kernel::mul(g, sg::kernel::affine(x, 2, 0))};
+  });
+}
+// The same op composed from sg:: ops: twice differentiable.
+Tensor composed_square(const Tensor& x) {
+  return sg::record("composed_square", sg::kernel::mul(x, x), {x}, [x](const Tensor& g) -> sg::Grads {
+    return {sg::mul(g, sg::affine(x, 2, 0))};
+  });
+}
+}  // namespace
+
+TEST_CASE("a graph-free custom op works to first order and refuses create_graph, naming itself",
+          "[autograd][second_order]") {
+  const std::vector<double> xv = {1, -2, 4};
+  const Tensor x = make(xv, {3}).set_requires_grad();
+  // f = sum(x * x^2): f' = 3x^2, H = diag(6x).
+  const auto f_free = [](const Inputs& in) { return sg::sum(in[0] * graph_free_square(in[0])); };
+  const auto f_composed = [](const Inputs& in) { return sg::sum(in[0] * composed_square(in[0])); };
+  const auto first = sg::grad(f_free({x}), {x})[0].to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) near(first[i], 3 * xv[i] * xv[i]);
+  REQUIRE(sg::gradcheck(f_free, {x.detach()}));
+  // The refusal: one line naming the op and the fix; the message of what fn throws.
+  const auto refusal = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const sg::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  const auto require_refused = [](const std::string& message, const std::string& start) {
+    INFO(message);
+    REQUIRE(message.rfind(start, 0) == 0);
+    REQUIRE(message.find("(create_graph): the backward of 'graph_free_square' is graph-free") != std::string::npos);
+    REQUIRE(message.find("twice differentiable") != std::string::npos);
+    REQUIRE(message.find("docs/adding-a-layer.md") != std::string::npos);
+    REQUIRE(message.find('\n') == std::string::npos);
+  };
+  require_refused(refusal([&] { sg::grad(f_free({x}), {x}, {.create_graph = true}); }), "grad (create_graph)");
+  require_refused(refusal([&] { sg::backward(f_free({x}), {.create_graph = true}); }), "backward (create_graph)");
+  REQUIRE_FALSE(x.grad().defined());  // the refused pass changed no .grad
+  const Inputs v = {make(std::vector<double>{1, 1, 1}, {3})};
+  require_refused(refusal([&] { sg::hvp(f_free, {x.detach()}, v); }), "grad (create_graph)");
+  require_refused(refusal([&] { sg::gradgradcheck(f_free, {x.detach()}); }), "grad (create_graph)");
+  // Composed, the same op is right to second order.
+  REQUIRE(sg::gradgradcheck([](const Inputs& in) { return composed_square(in[0]); }, {normal({3, 4}, 60)},
+                            {.name = "composed_square"}));
+  const auto hv = sg::hvp(f_composed, {x.detach()}, v)[0].to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) near(hv[i], 6 * xv[i]);
+}
+
+TEST_CASE("backwards that return g itself or call sg:: ops that record nothing are not refused",
+          "[autograd][second_order]") {
+  // An identity op whose backward hands g on, and relu, whose composed form
+  // is a product with a constant mask (recording nothing when g has no history).
+  const auto pass = [](const Tensor& x) {
+    return sg::record("pass", sg::kernel::affine(x, 1, 0), {x}, {}, [](const Tensor& g) -> sg::Grads { return {g}; });
+  };
+  const std::vector<double> xv = {0.5, -1.5, 2.0};
+  const Tensor x = make(xv, {3});
+  const Inputs v = {make(std::vector<double>{1, 2, 3}, {3})};
+  const auto hv = sg::hvp([&](const Inputs& in) { return sg::sum(sg::pow(pass(in[0]), 3)); }, {x}, v)[0].to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) near(hv[i], 6 * xv[i] * (i + 1.0));
+  const auto hr = sg::hvp([](const Inputs& in) { return sg::sum(sg::relu(in[0])); }, {x}, v)[0].to_vector<double>();
+  for (double h : hr) REQUIRE(h == 0.0);
+}
+
+TEST_CASE("grad of an intermediate to second order", "[autograd][second_order]") {
+  const std::vector<double> xv = {0.3, -1.2, 2.0}, wv = {0.5, 4, -1};
+  const Tensor x = make(xv, {3}).set_requires_grad();
+  const Tensor w = make(wv, {3});
+  const Tensor h = sg::tanh(x);
+  const Tensor y = sg::sum(h * h * h) + sg::sum(h * w);
+  // dy/dh = 3h^2 + w, with a history in h (and through h in x).
+  const Tensor gh = sg::grad(y, {h}, {.create_graph = true})[0];
+  REQUIRE(gh.requires_grad());
+  const auto d_h = sg::grad(sg::sum(gh), {h}, Tensor(), true)[0].to_vector<double>();  // 6h
+  const auto d_x = sg::grad(sg::sum(gh), {x})[0].to_vector<double>();                  // 6h (1 - h^2)
+  const auto ghv = gh.to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) {
+    const double t = std::tanh(xv[i]);
+    near(ghv[i], 3 * t * t + wv[i]);
+    near(d_h[i], 6 * t);
+    near(d_x[i], 6 * t * (1 - t * t));
+  }
+  // Below h sits a graph-free op: a create_graph pass that stops at h never runs it.
+  const Tensor x2 = make(xv, {3}).set_requires_grad();
+  const Tensor h2 = graph_free_square(x2) * 1.0;
+  const Tensor g2 = sg::grad(sg::sum(h2 * h2), {h2}, {.create_graph = true})[0];  // 2 h2
+  const auto d2 = sg::grad(sg::sum(g2 * g2), {h2})[0].to_vector<double>();          // 8 h2
+  for (size_t i = 0; i < 3; ++i) near(d2[i], 8 * xv[i] * xv[i]);
 }
