@@ -61,7 +61,9 @@ std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& sr
       const double* row = lp.data() + b * static_cast<size_t>(vocab);
       const int64_t token = std::max_element(row, row + vocab) - row;  // the first of ties
       h.log_prob += row[token];
-      if (token == o.eos) h.ended = true, --running;
+      h.token_log_probs.push_back(row[token]);
+      if (o.keep_step_log_probs) h.step_log_probs.emplace_back(row, row + vocab);
+      if (token == o.eos && o.stop_at_eos) h.ended = true, --running;
       else h.tokens.push_back(token);
       last[b] = token;
     }
@@ -121,8 +123,11 @@ std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tenso
       for (size_t rank = 0; rank < keep && live < k; ++rank) {
         const Candidate& c = cands[rank];
         Hypothesis h = beams[first + c.beam];
+        const double* row = lp.data() + (first + static_cast<size_t>(c.beam)) * static_cast<size_t>(vocab);
+        h.token_log_probs.push_back(row[c.token]);
+        if (o.keep_step_log_probs) h.step_log_probs.emplace_back(row, row + vocab);
         h.log_prob = c.log_prob;
-        if (c.token == o.eos) {
+        if (c.token == o.eos && o.stop_at_eos) {
           if (rank >= static_cast<size_t>(k)) continue;  // only the first k ranks may finish
           h.ended = true;
           h.score = normalised(h, o.length_alpha);
