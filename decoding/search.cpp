@@ -43,7 +43,7 @@ double normalised(const Hypothesis& h, double alpha) {
 std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& src, const Tensor& src_valid_lens,
                                const SearchOptions& o) {
   check(model, src, o, "greedy");
-  // BEGIN ASSIGNMENT 8: greedy: from <bos>, each step's most probable token (the first of ties) per source until <eos> or max_len; finished rows fed <pad> and left unchanged
+  // BEGIN ASSIGNMENT 8: greedy: from <bos>, each step's most probable token (the first of ties) per source until <eos> or max_len; finished rows fed <pad> and left unchanged; each step's log-probability into token_log_probs (its whole row into step_log_probs when keep_step_log_probs); with stop_at_eos off <eos> is a token like any other
   NoGradGuard no_grad;
   nn::DecoderState state = model.start(src, src_valid_lens, o.mode);
   const int64_t batch = src.shape()[0], vocab = model.decoder->options.vocab_size;
