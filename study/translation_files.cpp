@@ -87,7 +87,8 @@ std::string translations_md(const nn::EncoderDecoder& model, const TranslationCo
     << " | greedy, d2l position 0 |\n|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < numbers.size(); ++i) {
     const bool held_out = std::binary_search(d.test.numbers.begin(), d.test.numbers.end(), numbers[i]);
-    o << "| " << numbers[i] << " | " << (held_out ? "test" : "train") << " | " << written(p.english[i])
+    const bool trained = std::binary_search(d.train.numbers.begin(), d.train.numbers.end(), numbers[i]);
+    o << "| " << numbers[i] << " | " << (held_out ? "test" : trained ? "train" : "unseen") << " | " << written(p.english[i])
       << " | " << written(p.french[i]) << " | " << cell(greedy[i], i) << " | " << cell(beam[i], i) << " | "
       << cell(d2l[i], i) << " |\n";
   }
@@ -108,10 +109,10 @@ std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig
   std::vector<int64_t> in_range;
   for (int64_t n : tricky_numbers())
     if (n <= c.max_number) in_range.push_back(n);
-  return "Translations (✗: not the reference; set: test, a held-out number never seen in training, or train). Held-out numbers with tricky "
+  return "Translations (✗: not the reference; set: test, a held-out number never seen in training; train; or unseen, past 999 a number neither trained on nor held out). Held-out numbers with tricky "
          "French:\n\n" +
          translations_md(model, c, d, tricky_held_out(d, 12)) +
-         "\nThe numbers with tricky French, held out or trained on:\n\n" +
+         "\nThe numbers with tricky French, in whichever set:\n\n" +
          translations_md(model, c, d, in_range) + "\nThe held-out numbers greedy search gets wrong (" +
          std::to_string(wrong.size()) + " of " + std::to_string(greedy.size()) +
          (wrong.size() > kShownWrong ? ", " + std::to_string(kShownWrong) + " of them spread over the range" : "") +
