@@ -51,6 +51,7 @@
 #include "optim/optim.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/names.hpp"
 #include "parallel/data_parallel.hpp"
 #include "decoding/search.hpp"
 #include "text/vocab.hpp"

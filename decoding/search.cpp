@@ -43,7 +43,7 @@ double normalised(const Hypothesis& h, double alpha) {
 std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& src, const Tensor& src_valid_lens,
                                const SearchOptions& o) {
   check(model, src, o, "greedy");
-  // BEGIN ASSIGNMENT 8: greedy: from <bos>, each step's most probable token (the first of ties) per source until <eos> or max_len; finished rows fed <pad> and left unchanged
+  // BEGIN ASSIGNMENT 8: greedy: from <bos>, each step's most probable token (the first of ties) per source until <eos> or max_len; finished rows fed <pad> and left unchanged; each step's log-probability into token_log_probs (its whole row into step_log_probs when keep_step_log_probs); with stop_at_eos off <eos> is a token like any other
   NoGradGuard no_grad;
   nn::DecoderState state = model.start(src, src_valid_lens, o.mode);
   const int64_t batch = src.shape()[0], vocab = model.decoder->options.vocab_size;
@@ -61,7 +61,9 @@ std::vector<Hypothesis> greedy(const nn::EncoderDecoder& model, const Tensor& sr
       const double* row = lp.data() + b * static_cast<size_t>(vocab);
       const int64_t token = std::max_element(row, row + vocab) - row;  // the first of ties
       h.log_prob += row[token];
-      if (token == o.eos) h.ended = true, --running;
+      h.token_log_probs.push_back(row[token]);
+      if (o.keep_step_log_probs) h.step_log_probs.emplace_back(row, row + vocab);
+      if (token == o.eos && o.stop_at_eos) h.ended = true, --running;
       else h.tokens.push_back(token);
       last[b] = token;
     }
@@ -121,8 +123,11 @@ std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tenso
       for (size_t rank = 0; rank < keep && live < k; ++rank) {
         const Candidate& c = cands[rank];
         Hypothesis h = beams[first + c.beam];
+        const double* row = lp.data() + (first + static_cast<size_t>(c.beam)) * static_cast<size_t>(vocab);
+        h.token_log_probs.push_back(row[c.token]);
+        if (o.keep_step_log_probs) h.step_log_probs.emplace_back(row, row + vocab);
         h.log_prob = c.log_prob;
-        if (c.token == o.eos) {
+        if (c.token == o.eos && o.stop_at_eos) {
           if (rank >= static_cast<size_t>(k)) continue;  // only the first k ranks may finish
           h.ended = true;
           h.score = normalised(h, o.length_alpha);
@@ -146,7 +151,7 @@ std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tenso
       // the first beam_width because everything but the one right
       // continuation is improbable) fill the finished set while the right
       // translation is still being written, and the search returns a short,
-      // wrong one (docs/results.md, "Beam search's stopping rule"). Width 1
+      // wrong one (docs/results.md, "Translation and the other examples", its stopping rule). Width 1
       // stays greedy: a finished rank 0 is the most probable extension.
       const std::vector<Hypothesis>& ended = finished[static_cast<size_t>(b)];
       double best_finished = dead, best_live = dead;

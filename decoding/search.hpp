@@ -4,7 +4,8 @@
 // cache (or d2l's position-0 decoding: SearchOptions::mode).
 //
 // Every source starts from <bos> and stops at <eos> or after max_len
-// tokens. The special ids are arguments: the vocabulary that names them
+// tokens (or, with stop_at_eos off, runs max_len steps whatever it
+// writes, as d2l's predict_step runs num_steps). The special ids are arguments: the vocabulary that names them
 // lives with the data, not here. The model must be in eval mode (dropout
 // off): a search on a model in training mode throws.
 #include <cstdint>
@@ -24,13 +25,27 @@ struct SearchOptions {
   // log P alone, which favours short outputs.
   double length_alpha = 0.75;
   nn::DecodingMode mode = nn::DecodingMode::cached;
+  // false: <eos> is a token like any other and every source runs max_len
+  // steps (d2l's predict_step; its translate then cuts at the first <eos>).
+  bool stop_at_eos = true;
+  // true: each hypothesis keeps every step's whole distribution (step_log_probs).
+  bool keep_step_log_probs = false;
 };
 
 struct Hypothesis {
-  std::vector<int64_t> tokens;  // generated, without <bos> and without <eos>
-  bool ended = false;           // true when it stopped at <eos>, false at max_len
-  double log_prob = 0;          // sum of the tokens' log-probabilities, <eos>'s included
-  double score = 0;             // beam_search: log_prob / L^alpha; greedy: log_prob
+  // Generated, without <bos> and without the <eos> it stopped at; with
+  // stop_at_eos off, every token of the max_len steps, <eos> included.
+  std::vector<int64_t> tokens;
+  bool ended = false;    // true when it stopped at <eos>, false at max_len
+  double log_prob = 0;   // sum of the tokens' log-probabilities, <eos>'s included
+  double score = 0;      // beam_search: log_prob / L^alpha; greedy: log_prob
+  // Each step's log-probability of the token it chose, the final <eos>'s
+  // included: length() of them, summing to log_prob.
+  std::vector<double> token_log_probs;
+  // keep_step_log_probs: each step's log-probabilities of the whole target
+  // vocabulary (length() rows of vocabulary size), the model's distribution
+  // given this hypothesis's prefix; empty otherwise.
+  std::vector<std::vector<double>> step_log_probs;
   int64_t length() const { return static_cast<int64_t>(tokens.size()) + (ended ? 1 : 0); }
 };
 

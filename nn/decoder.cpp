@@ -108,10 +108,24 @@ Tensor TransformerDecoderBlock::forward(const Tensor& X, const Tensor& enc, cons
   // END ASSIGNMENT 8
 }
 
+DecoderBlockCache TransformerDecoderBlock::init_cache(const Tensor& enc) const {
+  if (enc.dim() != 3 || enc.shape()[1] < 1)
+    fail("TransformerDecoderBlock::init_cache: encoder outputs must be (batch, S >= 1, hiddens), got ", enc.shape());
+  DecoderBlockCache cache;
+  attention2->append(cache.cross, enc);
+  return cache;
+}
+
 Tensor TransformerDecoderBlock::step(const Tensor& X, DecoderBlockCache& cache, const Tensor& enc_valid_lens,
                                      int64_t offset, DecodingMode mode, Tensor* self_weights,
                                      Tensor* cross_weights) const {
   if (X.dim() != 3) fail("TransformerDecoderBlock::step: X must be (batch, steps, hiddens), got ", X.shape());
+  if (!cache.cross.keys.defined())
+    fail("TransformerDecoderBlock::step: the cache holds no cross-attention keys (make it with init_cache)");
+  const int64_t cached_batch = cache.cross.keys.shape()[0];  // the cross-attention carries no positions: (B, S, h)
+  if (cached_batch != X.shape()[0])
+    fail("TransformerDecoderBlock::step: X ", X.shape(), " has batch ", X.shape()[0], ", the cache's ",
+         "cross-attention keys ", cache.cross.keys.shape(), " batch ", cached_batch);
   // The self-attention of the n new states A (B, n, num_hiddens) over the prefix.
   auto self_attention = [&](const Tensor& A) -> Tensor {
     if (mode == DecodingMode::d2l) {  // d2l: all the inputs so far as keys and values, no mask
@@ -180,7 +194,7 @@ DecoderState TransformerDecoder::init_state(const Tensor& enc, const Tensor& enc
   state.source_len = enc.shape()[1];
   state.mode = mode;
   state.blocks.resize(blocks.size());
-  for (size_t i = 0; i < blocks.size(); ++i) blocks[i]->attention2->append(state.blocks[i].cross, enc);
+  for (size_t i = 0; i < blocks.size(); ++i) state.blocks[i] = blocks[i]->init_cache(enc);
   state.batch = enc.shape()[0];
   return state;
 }

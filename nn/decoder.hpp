@@ -87,9 +87,13 @@ class TransformerDecoderBlock : public Module {
   Tensor forward(const Tensor& X, const Tensor& enc_outputs, const Tensor& enc_valid_lens = Tensor(),
                  DropoutKeys* dropout_keys = nullptr, Tensor* self_weights = nullptr,
                  Tensor* cross_weights = nullptr) const;
+  // A cache for step(): the encoder outputs' (B, S, num_hiddens) keys and
+  // values projected once for the cross-attention; self and inputs empty.
+  DecoderBlockCache init_cache(const Tensor& enc_outputs) const;
   // The next n tokens' states X (B, n, num_hiddens) at positions
-  // [offset, offset + n), given the block's cache (cross filled; self grown
-  // here by n in cached mode, inputs in d2l mode).
+  // [offset, offset + n), given the block's cache from init_cache (self
+  // grown here by n in cached mode, inputs in d2l mode). Throws for a cache
+  // whose cross-attention keys are missing or of another batch.
   Tensor step(const Tensor& X, DecoderBlockCache& cache, const Tensor& enc_valid_lens, int64_t offset,
               DecodingMode mode, Tensor* self_weights = nullptr, Tensor* cross_weights = nullptr) const;
 

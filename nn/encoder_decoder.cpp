@@ -19,9 +19,23 @@ void check_source(const TransformerEncoderOptions& o, const Tensor& src, const T
     fail(who, ": src_valid_lens must be int64 (", batch, "), got ", lens.dtype(), " ", lens.shape());
   const int64_t* l = lens.data<int64_t>();
   for (int64_t b = 0; b < batch; ++b)
-    if (l[b] < 1 || l[b] > steps)
-      fail(who, ": source ", b, " has valid length ", l[b], ", outside [1, ", steps, "] for source ids ",
-           src.shape(), (l[b] == 0 ? " (an empty source)" : ""));
+    if (l[b] < 0 || l[b] > steps)
+      fail(who, ": source ", b, " has valid length ", l[b], ", outside [0, ", steps, "] for source ids ",
+           src.shape());
+}
+
+// The source's and the decoder input's checks, shared by forward and predict_forward.
+void check_inputs(const TransformerEncoderOptions& o, const Tensor& src, const Tensor& dec_input, const Tensor& lens,
+                  const char* who) {
+  check_source(o, src, lens, who);
+  if (dec_input.dim() != 2 || dec_input.shape()[0] != src.shape()[0] || dec_input.shape()[1] < 1)
+    fail(who, ": decoder input ", dec_input.shape(), " must be (", src.shape()[0], ", T >= 1) for source ids ",
+         src.shape());
+}
+
+TransformerEncoderOptions with_d2l_names(TransformerEncoderOptions e) {
+  e.d2l_names = true;
+  return e;
 }
 
 }  // namespace
@@ -31,16 +45,13 @@ EncoderDecoder::EncoderDecoder(const TransformerEncoderOptions& e, const Transfo
   if (e.num_hiddens != d.num_hiddens)
     fail("EncoderDecoder: encoder num_hiddens ", e.num_hiddens, " and decoder num_hiddens ", d.num_hiddens,
          " differ (the decoder attends to the encoder's outputs)");
-  encoder = register_module("encoder", std::make_shared<TransformerEncoder>(e));
+  encoder = register_module("encoder", std::make_shared<TransformerEncoder>(with_d2l_names(e)));
   decoder = register_module("decoder", std::make_shared<TransformerDecoder>(d));
 }
 
 Tensor EncoderDecoder::forward(const Tensor& src, const Tensor& dec_input, const Tensor& src_valid_lens,
                                DropoutKeys* keys, DecoderAttentionWeights* weights) const {
-  check_source(encoder->options, src, src_valid_lens, "EncoderDecoder");
-  if (dec_input.dim() != 2 || dec_input.shape()[0] != src.shape()[0] || dec_input.shape()[1] < 1)
-    fail("EncoderDecoder: decoder input ", dec_input.shape(), " must be (", src.shape()[0],
-         ", T >= 1) for source ids ", src.shape());
+  check_inputs(encoder->options, src, dec_input, src_valid_lens, "EncoderDecoder");
   const Tensor enc = encoder->forward(src, src_valid_lens, keys);
   return decoder->forward(dec_input, enc, src_valid_lens, keys, weights);
 }
@@ -50,16 +61,13 @@ DecoderState EncoderDecoder::start(const Tensor& src, const Tensor& src_valid_le
   return decoder->init_state(encoder->forward(src, src_valid_lens), src_valid_lens, mode);
 }
 
-std::string to_d2l_name(const std::string& name) {
-  const std::string ours = "encoder.blocks.";
-  if (name.rfind(ours, 0) != 0) return name;
-  return "encoder.blks.block" + name.substr(ours.size());
-}
-
-std::string from_d2l_name(const std::string& name) {
-  const std::string theirs = "encoder.blks.block";
-  if (name.rfind(theirs, 0) != 0) return name;
-  return "encoder.blocks." + name.substr(theirs.size());
+Tensor EncoderDecoder::predict_forward(const Tensor& src, const Tensor& dec_input, const Tensor& src_valid_lens,
+                                       DecoderAttentionWeights* weights) const {
+  check_inputs(encoder->options, src, dec_input, src_valid_lens, "EncoderDecoder::predict_forward");
+  if (is_training())
+    fail("EncoderDecoder::predict_forward: the model is in training mode (dropout on): call eval() first");
+  DecoderState state = decoder->init_state(encoder->forward(src, src_valid_lens), src_valid_lens, DecodingMode::d2l);
+  return decoder->step(dec_input, state, weights);
 }
 
 }  // namespace sg::nn

@@ -5,6 +5,7 @@
 
 #include "autograd/ops/arithmetic.hpp"
 #include "autograd/ops/shape.hpp"
+#include "core/kernels.hpp"
 #include "nn/init.hpp"
 
 namespace sg::nn {
@@ -102,6 +103,19 @@ Tensor add_positions(const char* who, const Tensor& X, const Tensor& P, int64_t 
 
 Tensor AddedPositions::forward(const Tensor& X, int64_t offset, DropoutKeys* keys) const {
   return add_positions(who_, X, P, offset, *dropout, keys);
+}
+
+void AddedPositions::set_table(const Tensor& table) {
+  const bool two_d = table.dim() == 2 && table.shape() == Shape{max_len, num_hiddens};
+  if (!(table.shape() == P.shape() || two_d) || !is_floating(table.dtype()))
+    fail(who_, "::set_table: the table must be floating (1, ", max_len, ", ", num_hiddens, ") or (", max_len, ", ",
+         num_hiddens, "), got ", table.dtype(), " ", table.shape());
+  const std::vector<double> v = table.to_vector<double>();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) fail(who_, "::set_table: element ", i, " of the table ", table.shape(), " is ", v[i]);
+  Tensor dst = P;
+  kernel::copy_(dst, kernel::to(kernel::reshape(table, P.shape()), P.dtype()));
+  P.bump_version();
 }
 
 PositionalEncoding::PositionalEncoding(int64_t d, double p, int64_t len)

@@ -74,6 +74,13 @@ class AddedPositions : public Module {
  public:
   // X: (B, T, num_hiddens) -> same shape; keys: the dropout's (nn/basic.hpp)
   Tensor forward(const Tensor& X, int64_t offset = 0, DropoutKeys* keys = nullptr) const;
+  // Replaces the table's values, in place (P keeps its handle, dtype and
+  // version counter, bumped): table (1, max_len, num_hiddens) or (max_len,
+  // num_hiddens), any floating dtype, rounded to P's. To match another
+  // framework's table bit for bit (d2l's float32 sines), or to load one.
+  // Throws naming both shapes, or the element, for a wrong shape or a value
+  // that is not finite.
+  void set_table(const Tensor& table);
   Tensor P;  // (1, max_len, num_hiddens): a buffer or a parameter, as the subclass registers it
   int64_t num_hiddens, max_len;
   std::shared_ptr<Dropout> dropout;

@@ -59,7 +59,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : opt
                                      .relative_values = o.relative_values};
   for (int64_t i = 0; i < o.num_blocks; ++i)
     blocks.push_back(register_module(
-        "blocks." + std::to_string(i),
+        (o.d2l_names ? "blks.block" : "blocks.") + std::to_string(i),
         std::make_shared<TransformerEncoderBlock>(o.num_hiddens, o.ffn_num_hiddens, o.num_heads, o.dropout,
                                                   o.use_bias, o.causal, positions, o.pre_norm)));
   if (o.pre_norm) final_ln = register_module("final_ln", std::make_shared<LayerNorm>(o.num_hiddens));

@@ -64,6 +64,10 @@ struct TransformerEncoderOptions {
   bool pre_norm = false;       // pre-norm blocks and a final LayerNorm (d2l: post-norm)
   bool use_bias = false;  // in the attention projections (the FFN always has biases)
   bool causal = false;
+  // The blocks' names: "blocks.<i>" (the positions study's checkpoints), or
+  // d2l's "blks.block<i>" (EncoderDecoder sets it, so that a whole
+  // encoder-decoder carries d2l's Seq2Seq names).
+  bool d2l_names = false;
 };
 
 // Token ids -> embeddings scaled by sqrt(num_hiddens) (as d2l does, so they

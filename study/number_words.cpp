@@ -33,8 +33,9 @@ const char* const kFrenchUnits[17] = {"zéro", "un",   "deux",   "trois",    "qu
                                       "douze", "treize", "quatorze", "quinze", "seize"};
 const char* const kFrenchTens[7] = {"", "", "vingt", "trente", "quarante", "cinquante", "soixante"};
 
-// 0..99, always last in a number up to 999 (so 80 takes its s).
-std::string french_below_100(int64_t n) {
+// 0..99; `last`: nothing follows (so 80 is quatre-vingts; before "mille",
+// quatre-vingt).
+std::string french_below_100(int64_t n, bool last) {
   if (n <= 16) return kFrenchUnits[n];
   if (n < 20) return std::string("dix-") + kFrenchUnits[n - 10];
   if (n < 70) {
@@ -44,27 +45,42 @@ std::string french_below_100(int64_t n) {
     if (u == 1) return tens + " et un";
     return tens + "-" + kFrenchUnits[u];
   }
-  if (n < 80) return n == 71 ? "soixante et onze" : "soixante-" + french_below_100(n - 60);
-  if (n == 80) return "quatre-vingts";
-  return "quatre-vingt-" + french_below_100(n - 80);
+  if (n < 80) return n == 71 ? "soixante et onze" : "soixante-" + french_below_100(n - 60, last);
+  if (n == 80) return last ? "quatre-vingts" : "quatre-vingt";
+  return "quatre-vingt-" + french_below_100(n - 80, last);
+}
+
+// 0..999; `last` as above: "deux cents" last, "deux cent mille" before mille.
+std::string french_below_1000(int64_t n, bool last) {
+  if (n < 100) return french_below_100(n, last);
+  const int64_t hundreds = n / 100, rest = n % 100;
+  std::string out = hundreds == 1 ? "cent" : std::string(kFrenchUnits[hundreds]) + " cent";
+  if (rest == 0) return hundreds > 1 && last ? out + "s" : out;
+  return out + " " + french_below_100(rest, last);
+}
+
+std::string english_below_1000(int64_t n) {
+  if (n < 100) return english_below_100(n);
+  std::string out = std::string(kEnglishOnes[n / 100]) + " hundred";
+  return n % 100 ? out + " " + english_below_100(n % 100) : out;
 }
 
 }  // namespace
 
 std::string english_words(int64_t n) {
   check_number("english_words", n);
-  if (n < 100) return english_below_100(n);
-  std::string out = std::string(kEnglishOnes[n / 100]) + " hundred";
-  return n % 100 ? out + " " + english_below_100(n % 100) : out;
+  if (n < 1000) return english_below_1000(n);
+  const std::string out = english_below_1000(n / 1000) + " thousand";
+  return n % 1000 ? out + " " + english_below_1000(n % 1000) : out;
 }
 
 std::string french_words(int64_t n) {
   check_number("french_words", n);
-  if (n < 100) return french_below_100(n);
-  const int64_t hundreds = n / 100, rest = n % 100;
-  std::string out = hundreds == 1 ? "cent" : std::string(kFrenchUnits[hundreds]) + " cent";
-  if (rest == 0) return hundreds > 1 ? out + "s" : out;
-  return out + " " + french_below_100(rest);
+  if (n < 1000) return french_below_1000(n, true);
+  const int64_t thousands = n / 1000, rest = n % 1000;
+  // "mille", never "un mille"; mille itself never takes an s.
+  const std::string out = thousands == 1 ? "mille" : french_below_1000(thousands, false) + " mille";
+  return rest ? out + " " + french_below_1000(rest, true) : out;
 }
 
 text::Tokens number_tokens(const std::string& words) {
@@ -78,6 +94,15 @@ text::Tokens number_tokens(const std::string& words) {
     if (start < word.size()) out.push_back(word.substr(start));
   }
   return out;
+}
+
+std::string written_form(const text::Tokens& tokens) {
+  std::string s;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const bool joined = tokens[i] == "-" || (i > 0 && tokens[i - 1] == "-");
+    s += (i > 0 && !joined ? " " : "") + tokens[i];
+  }
+  return s;
 }
 
 NumberSplit split_numbers(int64_t low, int64_t high, double test_fraction, uint64_t seed) {
@@ -98,6 +123,55 @@ NumberSplit split_numbers(int64_t low, int64_t high, double test_fraction, uint6
   NumberSplit split;
   split.test.assign(order.begin(), order.begin() + test_count);
   split.train.assign(order.begin() + test_count, order.end());
+  std::sort(split.test.begin(), split.test.end());
+  std::sort(split.train.begin(), split.train.end());
+  return split;
+}
+
+int64_t digit_length(int64_t n) {
+  check_number("digit_length", n);
+  int64_t digits = 1;
+  for (int64_t x = n; x >= 10; x /= 10) ++digits;
+  return digits;
+}
+
+namespace {
+
+// SplitMix64's finaliser of seed and n: a hash whose order of the numbers
+// no pattern of their digits predicts.
+uint64_t mix(uint64_t seed, int64_t n) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(n) + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+NumberSplit split_by_length(int64_t high, double test_fraction, int64_t test_cap, int64_t train_cap, uint64_t seed) {
+  if (high < 0 || high > kNumberWordsMax)
+    fail("split_by_length: range 0..", high, " is not a non-empty range within 0..", kNumberWordsMax);
+  if (!(test_fraction > 0 && test_fraction < 1))  // NaN fails too
+    fail("split_by_length: test_fraction must be in (0, 1), got ", test_fraction);
+  if (test_cap < 1 || train_cap < 1)
+    fail("split_by_length: test_cap ", test_cap, " and train_cap ", train_cap, " must be at least 1");
+  NumberSplit split;
+  for (int64_t low = 0, digits = 1; low <= high; low = low == 0 ? 10 : low * 10, ++digits) {
+    const int64_t top = std::min(high, low == 0 ? 9 : low * 10 - 1), count = top - low + 1;
+    const int64_t test_count =
+        std::max<int64_t>(1, std::min(test_cap, static_cast<int64_t>(std::llround(test_fraction * static_cast<double>(count)))));
+    if (test_count >= count)
+      fail("split_by_length: the ", count, " numbers of ", digits, " digits (", low, "..", top, ") leave ", test_count,
+           " for the test set and none for training");
+    std::vector<std::pair<uint64_t, int64_t>> ranked;
+    ranked.reserve(static_cast<size_t>(count));
+    for (int64_t n = low; n <= top; ++n) ranked.emplace_back(mix(seed, n), n);
+    std::sort(ranked.begin(), ranked.end());
+    const int64_t train_count = std::min(train_cap, count - test_count);
+    for (int64_t i = 0; i < test_count; ++i) split.test.push_back(ranked[static_cast<size_t>(i)].second);
+    for (int64_t i = test_count; i < test_count + train_count; ++i)
+      split.train.push_back(ranked[static_cast<size_t>(i)].second);
+  }
   std::sort(split.test.begin(), split.test.end());
   std::sort(split.train.begin(), split.train.end());
   return split;

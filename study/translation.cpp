@@ -24,6 +24,9 @@ void check_config(const TranslationConfig& c) {
   at_least("blocks", c.blocks, 1), at_least("steps", c.steps, 1), at_least("batch", c.batch, 1);
   at_least("eval_every", c.eval_every, 1), at_least("beam", c.beam, 1), at_least("warmup", c.warmup, 0);
   at_least("num_steps", c.num_steps, 2);
+  at_least("test_cap", c.test_cap, 1), at_least("train_cap", c.train_cap, 1);
+  if (c.max_number < 9 || c.max_number > kNumberWordsMax)
+    sg::fail("translation: max_number is ", c.max_number, ", expected 9..", kNumberWordsMax);
   if (c.hidden % c.heads != 0) sg::fail("translation: hidden ", c.hidden, " is not a multiple of heads ", c.heads);
   if (c.positional == nn::Positional::rotary && (c.hidden / c.heads) % 2 != 0)
     sg::fail("translation: rotary positions need an even head width, hidden ", c.hidden, " / heads ", c.heads,
@@ -33,9 +36,20 @@ void check_config(const TranslationConfig& c) {
     sg::fail("translation: learning rates lr ", c.lr, " and min_lr ", c.min_lr, " need 0 <= min_lr <= lr, 0 < lr");
 }
 
+int64_t longest_french(int64_t max_number) {
+  if (max_number < 0 || max_number > kNumberWordsMax)
+    sg::fail("longest_french: ", max_number, " is outside 0..", kNumberWordsMax);
+  int64_t most = 0;
+  for (int64_t n = 0; n <= max_number; ++n)
+    most = std::max(most, static_cast<int64_t>(number_tokens(french_words(n)).size()));
+  return most;
+}
+
 TranslationData make_translation_data(const TranslationConfig& c) {
   check_config(c);
-  const NumberSplit split = split_numbers(0, kNumberWordsMax, c.test_fraction, c.split_seed);
+  const NumberSplit split = c.max_number <= 999
+                                ? split_numbers(0, c.max_number, c.test_fraction, c.split_seed)
+                                : split_by_length(c.max_number, c.test_fraction, c.test_cap, c.train_cap, c.split_seed);
   TranslationData d;
   d.train = number_pairs(split.train);
   d.test = number_pairs(split.test);
@@ -43,10 +57,21 @@ TranslationData make_translation_data(const TranslationConfig& c) {
   d.tgt_vocab = std::make_shared<text::Vocab>(d.train.french);
   d.train_batch = text::build_batch(d.train.english, d.train.french, *d.src_vocab, *d.tgt_vocab, c.num_steps);
   d.test_batch = text::build_batch(d.test.english, d.test.french, *d.src_vocab, *d.tgt_vocab, c.num_steps);
+  for (const NumberPairs* p : {&d.train, &d.test})  // a truncated pair could never be translated right
+    for (size_t i = 0; i < p->numbers.size(); ++i)
+      if (static_cast<int64_t>(std::max(p->english[i].size(), p->french[i].size())) >= c.num_steps)
+        sg::fail("translation: ", p->numbers[i], " has ", std::max(p->english[i].size(), p->french[i].size()),
+                 " tokens, too many for num_steps ", c.num_steps, " (with <eos>): raise it to ",
+                 std::max(p->english[i].size(), p->french[i].size()) + 1);
   return d;
 }
 
 std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d) {
+  return make_translator(c, d.src_vocab->size(), d.tgt_vocab->size());
+}
+
+std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, int64_t src_vocab_size,
+                                                    int64_t tgt_vocab_size) {
   check_config(c);
   // The encoder's and the decoder's options are two types with the same
   // fields: one list fills both.
@@ -63,8 +88,8 @@ std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, 
     o.pre_norm = c.pre_norm;
     return o;
   };
-  const auto enc = fill(nn::TransformerEncoderOptions{}, d.src_vocab->size());
-  const auto dec = fill(nn::TransformerDecoderOptions{}, d.tgt_vocab->size());
+  const auto enc = fill(nn::TransformerEncoderOptions{}, src_vocab_size);
+  const auto dec = fill(nn::TransformerDecoderOptions{}, tgt_vocab_size);
   return std::make_unique<nn::EncoderDecoder>(enc, dec);
 }
 
@@ -102,6 +127,22 @@ Scores score(const std::vector<text::Tokens>& preds, const std::vector<text::Tok
   for (size_t i = 0; i < preds.size(); ++i) s.bleu2 += text::bleu(preds[i], refs[i], 2);
   s.bleu2 /= static_cast<double>(preds.size());
   s.bleu4 = text::corpus_bleu(preds, refs, 4);
+  return s;
+}
+
+LengthScores exact_by_length(const std::vector<int64_t>& numbers, const std::vector<text::Tokens>& preds,
+                             const std::vector<text::Tokens>& refs) {
+  check_pairs("exact_by_length", preds.size(), refs.size());
+  check_pairs("exact_by_length (numbers)", numbers.size(), refs.size());
+  LengthScores s;
+  std::vector<int64_t> right(7, 0);
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    const auto len = static_cast<size_t>(digit_length(numbers[i]));
+    ++s.count[len];
+    right[len] += preds[i] == refs[i];
+  }
+  for (size_t len = 1; len <= 6; ++len)
+    if (s.count[len]) s.exact[len] = static_cast<double>(right[len]) / static_cast<double>(s.count[len]);
   return s;
 }
 
@@ -195,7 +236,9 @@ std::string mode_name(nn::DecodingMode m) {
 }
 
 const std::vector<int64_t>& tricky_numbers() {
-  static const std::vector<int64_t> n = {21, 71, 80, 81, 91, 97, 100, 101, 180, 200, 201, 280, 391, 571, 780, 999};
+  static const std::vector<int64_t> n = {21,   71,   80,    81,    91,    97,    100,    101,    180,    200,    201,
+                                         280,  391,  571,   780,   999,   1000,  1001,   1080,   2000,   21000,  71071,
+                                         80000, 80080, 91000, 100000, 200000, 200200, 201000, 280000, 999999};
   return n;
 }
 

@@ -12,10 +12,12 @@
 // un" for "quatre - vingt - onze" scores 0.83).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "checkpoint/safetensors.hpp"  // Metadata
 #include "nn/encoder_decoder.hpp"
 #include "study/number_words.hpp"
 #include "study/run_pool.hpp"  // Progress, progress_line
@@ -25,12 +27,20 @@
 namespace sg::study {
 
 struct TranslationConfig {
+  // The numbers 0..max_number. Up to 999 the split is split_numbers' (a
+  // test_fraction of them held out, all others trained on); past it,
+  // split_by_length's (per digit length, up to test_cap held out and
+  // train_cap trained on), and num_steps must hold the longest French.
+  int64_t max_number = 999;
+  int64_t test_cap = 500, train_cap = 20000;
   nn::Positional positional = nn::Positional::sinusoidal;
   int64_t hidden = 64, ffn = 128, heads = 4, blocks = 2;  // blocks: of the encoder and of the decoder each
   double dropout = 0.1;
   bool pre_norm = false;
   int64_t max_distance = 8;  // relative positions: offsets clipped to +-max_distance
-  int64_t num_steps = 12;    // source and target length, <eos> included (the longest French has 10)
+  // Source and target length, <eos> included: the longest French has 9
+  // tokens up to 999, 19 up to 999,999 (longest_french).
+  int64_t num_steps = 12;
   double test_fraction = 0.2;
   uint64_t split_seed = 0;  // which numbers are held out: the same for every training seed
   uint64_t seed = 0;        // the model's initial weights, dropout, the batches' order
@@ -43,6 +53,9 @@ struct TranslationConfig {
 // Throws sg::Error naming the setting for a value the model or data cannot take.
 void check_config(const TranslationConfig& c);
 
+// The most tokens of a French number in 0..max_number (9 for 999, 19 for 999,999).
+int64_t longest_french(int64_t max_number);
+
 // The pairs, the vocabularies (built from the training pairs only, as d2l
 // builds them from its training text) and the padded tensors.
 struct TranslationData {
@@ -54,6 +67,11 @@ TranslationData make_translation_data(const TranslationConfig& c);
 
 // The encoder-decoder for the data's vocabularies (weights from the default generator).
 std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d);
+// The same for vocabularies of the given sizes.
+std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, int64_t src_vocab_size,
+                                                    int64_t tgt_vocab_size);
+
+enum class Search { greedy, beam };
 
 // ---- metrics: each pair a prediction and its reference, in tokens ----
 
@@ -65,6 +83,15 @@ double exact_match(const std::vector<text::Tokens>& preds, const std::vector<tex
 // token scores low. 0 when every sequence is empty.
 double token_accuracy(const std::vector<text::Tokens>& preds, const std::vector<text::Tokens>& refs);
 
+// Exact match per digit length of the numbers (index 1..6; 0 unused),
+// and how many numbers of each length there are.
+struct LengthScores {
+  std::vector<double> exact = std::vector<double>(7, 0.0);
+  std::vector<int64_t> count = std::vector<int64_t>(7, 0);
+};
+LengthScores exact_by_length(const std::vector<int64_t>& numbers, const std::vector<text::Tokens>& preds,
+                             const std::vector<text::Tokens>& refs);
+
 struct Scores {
   double exact = 0, token_accuracy = 0;
   double bleu2 = 0;  // the mean over pairs of d2l's bleu(pred, ref, k = 2)
@@ -74,12 +101,45 @@ Scores score(const std::vector<text::Tokens>& preds, const std::vector<text::Tok
 
 // ---- decoding ----
 
-enum class Search { greedy, beam };
 
 // The translations of every source of `b`, as target tokens (without <bos> and <eos>).
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const TranslationData& d,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
                                     int64_t beam = 4);
+
+// ---- keeping a trained model (translate_numbers --save DIR, --load DIR) ----
+
+// A model folder holds three files:
+//   model.safetensors   the weights under d2l's Seq2Seq names (a state_dict
+//                       d2l's Seq2Seq loads with strict=True for sinusoidal,
+//                       post-norm models); metadata: "model" =
+//                       "translate_numbers" and every setting of
+//                       TranslationConfig (translator_metadata)
+//   source_vocab.txt    the source vocabulary, one token per line in id order
+//   target_vocab.txt    the target vocabulary, the same way
+inline const char* const kTranslatorFiles[3] = {"model.safetensors", "source_vocab.txt", "target_vocab.txt"};
+checkpoint::Metadata translator_metadata(const TranslationConfig& c);
+// Writes the folder's three files, each to path_for(its name) (a staging
+// name the caller renames into place, or dir + "/" + name).
+void save_translator(const nn::EncoderDecoder& model, const TranslationConfig& c, const text::Vocab& src_vocab,
+                     const text::Vocab& tgt_vocab, const std::function<std::string(const std::string&)>& path_for);
+
+struct Translator {
+  TranslationConfig config;  // the model's settings, as saved
+  std::shared_ptr<text::Vocab> src_vocab, tgt_vocab;
+  std::unique_ptr<nn::EncoderDecoder> model;  // in eval mode
+};
+// Reads a folder save_translator wrote. A missing or damaged file, a
+// setting out of its bounds, a vocabulary without the special tokens, or
+// weights that do not fit the settings and vocabularies throw sg::Error
+// naming the file and what is wrong; nothing is half loaded.
+Translator load_translator(const std::string& dir);
+
+// One source sentence's translation (target tokens, without <bos> and
+// <eos>). Throws naming the token for a token outside the source
+// vocabulary, and for a sentence longer than the model's num_steps - 1.
+text::Tokens translate_sentence(const Translator& t, const text::Tokens& source, Search search, int64_t beam = 4,
+                                nn::DecodingMode mode = nn::DecodingMode::cached);
 
 // ---- training ----
 
@@ -120,7 +180,8 @@ std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, con
 std::string search_name(Search s, int64_t beam);
 std::string mode_name(nn::DecodingMode m);
 
-// results.md: one row per decoding, and a line on what d2l's decoding costs.
+// results.md: one row per decoding, a line on what d2l's decoding costs,
+// and exact match per digit length for each decoding.
 std::string results_md(const std::vector<DecodingRow>& rows, const TranslationConfig& c, const TranslationData& d,
                        double train_exact);
 // A table of the numbers' translations (any numbers of the task's range):
@@ -145,7 +206,9 @@ std::string translation_curve_csv(const TranslationResult& r);
 std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                           int64_t number, bool cross);
 
-// The numbers with tricky French the example translations show: 71, 80, 81, 91, 200, 201, 280, 391, ...
+// The numbers with tricky French the example translations show: 71, 80,
+// 81, 91, 200, 201, 280, 391, ..., 21,000, 80,000, 200,000 (examples_md
+// shows those within the run's range).
 const std::vector<int64_t>& tricky_numbers();
 // Up to `count` of the held-out numbers with tricky French, spread over the
 // range: those ending in 00 or 01 above 100 ("deux cents", "cent un"), in 21,

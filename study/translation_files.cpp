@@ -40,7 +40,7 @@ const DecodingRow& row_of(const std::vector<DecodingRow>& rows, Search s, nn::De
 std::string results_md(const std::vector<DecodingRow>& rows, const TranslationConfig& c, const TranslationData& d,
                        double train_exact) {
   std::ostringstream o;
-  o << "Held-out numbers: " << d.test.numbers.size() << " of " << kNumberWordsMax + 1
+  o << "Held-out numbers: " << d.test.numbers.size() << " of " << c.max_number + 1
     << ", never seen in training. Exact match is the headline: the whole French number, token for token.\n\n";
   o << "| search | decoding | exact match | token accuracy | BLEU (d2l, k=2) | corpus BLEU-4 | seconds |\n"
     << "|---|---|---|---|---|---|---|\n";
@@ -56,7 +56,20 @@ std::string results_md(const std::vector<DecodingRow>& rows, const TranslationCo
       << " against " << percent(cached) << " with every token at its own position ("
       << fmt("%+.1f", 100 * (d2l - cached)) << " points).\n\n";
   }
-  o << "Training numbers, greedy, cached: exact match " << percent(train_exact) << ".\n";
+  o << "Training numbers, greedy, cached: exact match " << percent(train_exact) << ".\n\n";
+  o << "Exact match by the number's digits (held-out numbers of that length):\n\n| search | decoding |";
+  const LengthScores counts = exact_by_length(d.test.numbers, d.test.french, d.test.french);
+  std::string rule = "|---|---|";
+  for (size_t len = 1; len <= 6; ++len)
+    if (counts.count[len]) o << " " << len << " (" << counts.count[len] << ") |", rule += "---|";
+  o << "\n" << rule << "\n";
+  for (const DecodingRow& r : rows) {
+    const LengthScores s = exact_by_length(d.test.numbers, r.preds, d.test.french);
+    o << "| " << search_name(r.search, c.beam) << " | " << mode_name(r.mode) << " |";
+    for (size_t len = 1; len <= 6; ++len)
+      if (counts.count[len]) o << " " << percent(s.exact[len]) << " |";
+    o << "\n";
+  }
   return o.str();
 }
 
@@ -74,7 +87,8 @@ std::string translations_md(const nn::EncoderDecoder& model, const TranslationCo
     << " | greedy, d2l position 0 |\n|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < numbers.size(); ++i) {
     const bool held_out = std::binary_search(d.test.numbers.begin(), d.test.numbers.end(), numbers[i]);
-    o << "| " << numbers[i] << " | " << (held_out ? "test" : "train") << " | " << written(p.english[i])
+    const bool trained = std::binary_search(d.train.numbers.begin(), d.train.numbers.end(), numbers[i]);
+    o << "| " << numbers[i] << " | " << (held_out ? "test" : trained ? "train" : "unseen") << " | " << written(p.english[i])
       << " | " << written(p.french[i]) << " | " << cell(greedy[i], i) << " | " << cell(beam[i], i) << " | "
       << cell(d2l[i], i) << " |\n";
   }
@@ -86,20 +100,30 @@ std::string examples_md(const nn::EncoderDecoder& model, const TranslationConfig
   std::vector<int64_t> wrong;
   for (size_t i = 0; i < greedy.size(); ++i)
     if (greedy[i] != d.test.french[i]) wrong.push_back(d.test.numbers[i]);
-  return "Translations (✗: not the reference; set: test, a held-out number never seen in training, or train). Held-out numbers with tricky "
+  constexpr size_t kShownWrong = 60;  // a table a reader can still look through
+  std::vector<int64_t> shown = wrong;
+  if (wrong.size() > kShownWrong) {
+    shown.clear();
+    for (size_t i = 0; i < kShownWrong; ++i) shown.push_back(wrong[i * wrong.size() / kShownWrong]);
+  }
+  std::vector<int64_t> in_range;
+  for (int64_t n : tricky_numbers())
+    if (n <= c.max_number) in_range.push_back(n);
+  return "Translations (✗: not the reference; set: test, a held-out number never seen in training; train; or unseen, past 999 a number neither trained on nor held out). Held-out numbers with tricky "
          "French:\n\n" +
          translations_md(model, c, d, tricky_held_out(d, 12)) +
-         "\nThe numbers with tricky French, held out or trained on:\n\n" +
-         translations_md(model, c, d, tricky_numbers()) + "\nEvery held-out number greedy search gets wrong (" +
-         std::to_string(wrong.size()) + " of " + std::to_string(greedy.size()) + "):\n\n" +
-         translations_md(model, c, d, wrong);
+         "\nThe numbers with tricky French, in whichever set:\n\n" +
+         translations_md(model, c, d, in_range) + "\nThe held-out numbers greedy search gets wrong (" +
+         std::to_string(wrong.size()) + " of " + std::to_string(greedy.size()) +
+         (wrong.size() > kShownWrong ? ", " + std::to_string(kShownWrong) + " of them spread over the range" : "") +
+         "):\n\n" + translations_md(model, c, d, shown);
 }
 
 std::string translation_settings_md(const TranslationConfig& c, const TranslationData& d, const std::string& positions,
                                     const std::string& seeds) {
   std::ostringstream o;
   o << "| setting | value |\n|---|---|\n"
-    << "| task | English number words to French, 0.." << kNumberWordsMax << " |\n"
+    << "| task | English number words to French, 0.." << c.max_number << " |\n"
     << "| training / held-out numbers | " << d.train.numbers.size() << " / " << d.test.numbers.size()
     << " (split seed " << c.split_seed << ") |\n"
     << "| vocabularies (source / target) | " << d.src_vocab->size() << " / " << d.tgt_vocab->size() << " tokens |\n"

@@ -56,6 +56,19 @@ Vocab::Vocab(const std::vector<Tokens>& sentences, VocabOptions options) {
   }
 }
 
+Vocab Vocab::from_tokens(const Tokens& idx_to_token) {
+  Vocab v;
+  for (size_t i = 0; i < idx_to_token.size(); ++i) {
+    const std::string& t = idx_to_token[i];
+    if (t.empty() || t.find_first_of(" \n\r") != std::string::npos)
+      fail("Vocab::from_tokens: token ", i, " '", t, "' is empty or holds a space or a line break");
+    if (v.contains(t)) fail("Vocab::from_tokens: token '", t, "' is given twice (ids ", v.id(t), " and ", i, ")");
+    v.add(t);
+  }
+  if (!v.contains(kUnk)) fail("Vocab::from_tokens: the ", idx_to_token.size(), " tokens hold no '", kUnk, "'");
+  return v;
+}
+
 void Vocab::add(const std::string& token) {
   token_to_idx_.emplace(token, size());
   idx_to_token_.push_back(token);

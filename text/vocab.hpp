@@ -53,6 +53,11 @@ class Vocab {
   // reserved token given twice, or <unk> among the reserved tokens (it is
   // always there).
   explicit Vocab(const std::vector<Tokens>& sentences, VocabOptions options = {});
+  // The vocabulary whose ids are exactly idx_to_token's positions (a saved
+  // vocabulary's idx_to_token(), read back); counts are not kept (count()
+  // is 0). Throws for a token given twice, an empty one, one holding a
+  // space or a line break, or a list without <unk>.
+  static Vocab from_tokens(const Tokens& idx_to_token);
 
   int64_t size() const { return static_cast<int64_t>(idx_to_token_.size()); }
   bool contains(const std::string& token) const { return token_to_idx_.count(token) != 0; }
@@ -76,6 +81,7 @@ class Vocab {
   const Tokens& idx_to_token() const { return idx_to_token_; }
 
  private:
+  Vocab() = default;
   int64_t special(const std::string& token) const;
   void add(const std::string& token);
 

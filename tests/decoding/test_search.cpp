@@ -4,6 +4,7 @@
 // output, batched against one source at a time, and bad options.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -180,4 +181,72 @@ TEST_CASE("Searches refuse bad options with one clear message", "[decoding][erro
   model->train();
   REQUIRE_THROWS_WITH(sg::decoding::greedy(*model, kSource, kSourceLens, options(4)),
                       Contains("the model is in training mode (dropout on): call eval()"));
+}
+
+TEST_CASE("Searches return each step's log-probabilities, summing to the hypothesis's", "[decoding]") {
+  sg::NoGradGuard no_grad;
+  auto model = tiny_model(Positional::sinusoidal, 30, false, 5);
+  model->decoder->dense->bias.data<double>()[2] += 1.0;  // some end at <eos>
+  for (int64_t width : {1, 3}) {
+    SearchOptions o = options(6, width);
+    o.keep_step_log_probs = true;
+    const std::vector<Hypothesis> got = width == 1 ? sg::decoding::greedy(*model, kSource, kSourceLens, o)
+                                                   : sg::decoding::beam_search(*model, kSource, kSourceLens, o);
+    for (int64_t b = 0; b < 3; ++b) {
+      const Hypothesis& h = got[static_cast<size_t>(b)];
+      INFO("width " << width << ", source " << b);
+      REQUIRE(static_cast<int64_t>(h.token_log_probs.size()) == h.length());
+      REQUIRE(static_cast<int64_t>(h.step_log_probs.size()) == h.length());
+      double sum = 0;
+      for (size_t t = 0; t < h.token_log_probs.size(); ++t) {
+        const int64_t token = t < h.tokens.size() ? h.tokens[t] : 2;
+        REQUIRE(h.step_log_probs[t].size() == 5);
+        REQUIRE(h.step_log_probs[t][static_cast<size_t>(token)] == h.token_log_probs[t]);
+        sum += h.token_log_probs[t];
+      }
+      REQUIRE(std::abs(sum - h.log_prob) <= 1e-12);
+      // The teacher-forced forward's log P of the same output.
+      REQUIRE(std::abs(h.log_prob - log_prob(*model, b, h.tokens, h.ended)) <= 1e-10);
+    }
+  }
+  // Without keep_step_log_probs the distributions are not kept.
+  REQUIRE(sg::decoding::greedy(*model, kSource, kSourceLens, options(6))[0].step_log_probs.empty());
+}
+
+TEST_CASE("Without stop_at_eos a search runs max_len steps, as d2l's predict_step", "[decoding]") {
+  sg::NoGradGuard no_grad;
+  auto model = tiny_model(Positional::sinusoidal, 31, false, 5);
+  model->decoder->dense->bias.data<double>()[2] += 3.0;  // <eos> early
+  SearchOptions fixed = options(7);
+  fixed.stop_at_eos = false;
+  const std::vector<Hypothesis> stopping = sg::decoding::greedy(*model, kSource, kSourceLens, options(7));
+  const std::vector<Hypothesis> running = sg::decoding::greedy(*model, kSource, kSourceLens, fixed);
+  int64_t ended = 0;
+  for (size_t b = 0; b < 3; ++b) {
+    INFO("source " << b);
+    const Hypothesis& h = running[b];
+    REQUIRE(h.tokens.size() == 7);
+    REQUIRE(!h.ended);
+    // Cut at its first <eos>, it is the search that stops there (d2l's translate cuts so).
+    const auto eos = std::find(h.tokens.begin(), h.tokens.end(), 2);
+    REQUIRE(std::vector<int64_t>(h.tokens.begin(), eos) == stopping[b].tokens);
+    REQUIRE((eos != h.tokens.end()) == stopping[b].ended);
+    ended += stopping[b].ended;
+    // The naive loop: the teacher-forced forward's arg-max of every prefix, <eos> fed back like any token.
+    std::vector<int64_t> input = {1};
+    for (int64_t t = 0; t < 7; ++t) {
+      const int64_t n = static_cast<int64_t>(input.size());
+      const std::vector<double> last = sg::kernel::slice(model->forward(source(static_cast<int64_t>(b)), ids(input, {1, n}),
+                                                                        source_len(static_cast<int64_t>(b))),
+                                                         1, n - 1, n).to_vector<double>();
+      input.push_back(std::max_element(last.begin(), last.end()) - last.begin());
+    }
+    REQUIRE(std::vector<int64_t>(input.begin() + 1, input.end()) == h.tokens);
+  }
+  REQUIRE(ended > 0);  // the case is not trivial
+  fixed.beam_width = 3;
+  for (const Hypothesis& h : sg::decoding::beam_search(*model, kSource, kSourceLens, fixed)) {
+    REQUIRE(h.tokens.size() == 7);
+    REQUIRE(!h.ended);
+  }
 }

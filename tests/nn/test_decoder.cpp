@@ -235,3 +235,24 @@ TEST_CASE("TransformerDecoder refuses bad input with one clear message", "[nn][d
   REQUIRE_THROWS_WITH(decoder->step(sg::zeros({2, 1}, sg::int64), state),
                       Contains("positions [10, 11)") && Contains("exceed max_len 10"));
 }
+
+TEST_CASE("One block driven step by step from init_cache equals its teacher-forced forward",
+          "[nn][decoder][cache]") {
+  sg::NoGradGuard no_grad;
+  auto decoder = tiny(Positional::sinusoidal, false, 102);
+  const sg::nn::TransformerDecoderBlock& block = *decoder->blocks[0];
+  const Tensor X = normal({2, 4, 8}, 103), enc = normal({2, 5, 8}, 104);
+  const Tensor expected = block.forward(X, enc, kSourceLens);
+  sg::nn::DecoderBlockCache cache = block.init_cache(enc);
+  for (int64_t t = 0; t < 4; ++t) {
+    const Tensor got = block.step(sg::kernel::slice(X, 1, t, t + 1), cache, kSourceLens, t, DecodingMode::cached);
+    INFO("step " << t);
+    REQUIRE(max_abs_diff(got, sg::kernel::slice(expected, 1, t, t + 1)) <= 1e-12);
+  }
+  sg::nn::DecoderBlockCache empty_cache;
+  REQUIRE_THROWS_WITH(block.step(sg::kernel::slice(X, 1, 0, 1), empty_cache, kSourceLens, 0, DecodingMode::cached),
+                      Contains("the cache holds no cross-attention keys (make it with init_cache)"));
+  sg::nn::DecoderBlockCache one = block.init_cache(sg::kernel::slice(enc, 0, 0, 1));
+  REQUIRE_THROWS_WITH(block.step(sg::kernel::slice(X, 1, 0, 1), one, kSourceLens, 0, DecodingMode::cached),
+                      Contains("X (2, 1, 8) has batch 2, the cache's cross-attention keys (1, 5, 8) batch 1"));
+}

@@ -111,3 +111,27 @@ TEST_CASE("The kinds' table: one row per kind, and what the encoder and attentio
                       Contains("positions 'learned' are added to the embeddings") &&
                           Contains("(none, relative, rotary or alibi)"));
 }
+
+TEST_CASE("set_table replaces the positions table in place, checked", "[nn][positional]") {
+  for (bool learned : {false, true}) {
+    INFO((learned ? "learned" : "sinusoidal"));
+    std::shared_ptr<sg::nn::AddedPositions> pe;
+    if (learned) pe = std::make_shared<sg::nn::LearnedPositionalEncoding>(4, 0.0, 3);
+    else pe = std::make_shared<sg::nn::PositionalEncoding>(4, 0.0, 3);
+    const Tensor handle = pe->P;
+    const auto version = handle.version();
+    std::vector<double> values(12);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 1;
+    pe->set_table(sg::from_vector(values, {3, 4}, sg::float64));  // (max_len, d), float64 rounded to P's float32
+    REQUIRE(pe->P.raw_data() == handle.raw_data());
+    REQUIRE(handle.version() > version);
+    REQUIRE(pe->P.dtype() == sg::float32);
+    // forward adds the new rows: zeros in, rows 1..2 out.
+    const std::vector<double> out = pe->forward(sg::zeros({1, 2, 4}), 1).to_vector<double>();
+    REQUIRE(out == std::vector<double>(values.begin() + 4, values.end()));
+    REQUIRE_THROWS_WITH(pe->set_table(sg::zeros({1, 4, 4})),
+                        Contains("set_table: the table must be floating (1, 3, 4) or (3, 4), got float32 (1, 4, 4)"));
+    values[5] = NAN;
+    REQUIRE_THROWS_WITH(pe->set_table(sg::from_vector(values, {1, 3, 4})), Contains("element 5") && Contains("nan"));
+  }
+}

@@ -1,8 +1,8 @@
 // The encoder-decoder against d2l's PyTorch classes (section 11.7), in
 // float64. tests/fixtures/make_fixtures.py (seq2seq_case) builds d2l's
 // Seq2Seq with d2l's state_dict names and writes two files:
-//   seq2seq_d2l_checkpoint.safetensors  its state_dict, renamed by
-//       from_d2l_name, as sg::checkpoint::load reads a checkpoint (every
+//   seq2seq_d2l_checkpoint.safetensors  its state_dict, under d2l's names
+//       as the EncoderDecoder carries them, read by sg::checkpoint::load (every
 //       name must match a parameter and every parameter must be there);
 //       metadata: the sizes, the special ids and d2l's own names
 //   seq2seq_d2l.safetensors  inputs, the teacher-forced logits (training
@@ -89,11 +89,11 @@ TEST_CASE("d2l's Seq2Seq checkpoint loads strictly and the encoder-decoder match
   auto model = d2l_model(header.metadata);
   const sg::checkpoint::Metadata meta = sg::checkpoint::load(kDir + "/seq2seq_d2l_checkpoint.safetensors", *model);
 
-  // Our names, through to_d2l_name, are exactly d2l's state_dict names.
+  // Our names are exactly d2l's state_dict names.
   std::set<std::string> d2l_names, ours;
   std::stringstream list(meta.at("d2l_names"));
   for (std::string name; std::getline(list, name, ',');) d2l_names.insert(name);
-  for (const auto& [name, p] : model->named_parameters()) ours.insert(sg::nn::to_d2l_name(name));
+  for (const auto& [name, p] : model->named_parameters()) ours.insert(name);
   REQUIRE(ours == d2l_names);
 
   const sg::checkpoint::SafetensorsFile f = sg::checkpoint::load_safetensors(kDir + "/seq2seq_d2l.safetensors");
@@ -142,8 +142,7 @@ TEST_CASE("d2l's Seq2Seq checkpoint loads strictly and the encoder-decoder match
 
 TEST_CASE("a checkpoint of the encoder-decoder written here loads into d2l's Seq2Seq", "[seq2seq][checkpoint]") {
   // Checked by hand with tests/fixtures/check_cpp_seq2seq.py (PyTorch);
-  // see tests/README.md. Writes the checkpoint (our names; the script renames
-  // with to_d2l_name) and, beside it, the inputs and this model's outputs.
+  // see tests/README.md. Writes the checkpoint (d2l's names) and, beside it, the inputs and this model's outputs.
   const sg::checkpoint::SafetensorsFile fixture = sg::checkpoint::load_safetensors(kDir + "/seq2seq_d2l_checkpoint.safetensors");
   sg::checkpoint::Metadata meta = fixture.metadata;
   meta.erase("d2l_names");

@@ -59,6 +59,37 @@ TEST_CASE("numbers in English and French words, by hand", "[number_words]") {
       {500, "five hundred", "cinq cents"},
       {770, "seven hundred seventy", "sept cent soixante-dix"},
       {999, "nine hundred ninety-nine", "neuf cent quatre-vingt-dix-neuf"},
+      // Past 999: mille never takes an s, never "un mille"; before it cents
+      // and quatre-vingts lose their s, "et un" stays.
+      {1000, "one thousand", "mille"},
+      {1001, "one thousand one", "mille un"},
+      {1021, "one thousand twenty-one", "mille vingt et un"},
+      {1080, "one thousand eighty", "mille quatre-vingts"},
+      {1100, "one thousand one hundred", "mille cent"},
+      {1200, "one thousand two hundred", "mille deux cents"},
+      {2000, "two thousand", "deux mille"},
+      {2001, "two thousand one", "deux mille un"},
+      {10000, "ten thousand", "dix mille"},
+      {17000, "seventeen thousand", "dix-sept mille"},
+      {21000, "twenty-one thousand", "vingt et un mille"},
+      {21021, "twenty-one thousand twenty-one", "vingt et un mille vingt et un"},
+      {71000, "seventy-one thousand", "soixante et onze mille"},
+      {71071, "seventy-one thousand seventy-one", "soixante et onze mille soixante et onze"},
+      {80000, "eighty thousand", "quatre-vingt mille"},
+      {80080, "eighty thousand eighty", "quatre-vingt mille quatre-vingts"},
+      {81000, "eighty-one thousand", "quatre-vingt-un mille"},
+      {91000, "ninety-one thousand", "quatre-vingt-onze mille"},
+      {100000, "one hundred thousand", "cent mille"},
+      {101000, "one hundred one thousand", "cent un mille"},
+      {180000, "one hundred eighty thousand", "cent quatre-vingt mille"},
+      {200000, "two hundred thousand", "deux cent mille"},
+      {200200, "two hundred thousand two hundred", "deux cent mille deux cents"},
+      {201000, "two hundred one thousand", "deux cent un mille"},
+      {280000, "two hundred eighty thousand", "deux cent quatre-vingt mille"},
+      {300001, "three hundred thousand one", "trois cent mille un"},
+      {580000, "five hundred eighty thousand", "cinq cent quatre-vingt mille"},
+      {999999, "nine hundred ninety-nine thousand nine hundred ninety-nine",
+       "neuf cent quatre-vingt-dix-neuf mille neuf cent quatre-vingt-dix-neuf"},
   };
   for (const Row& row : table) {
     INFO("n = " << row.n);
@@ -73,6 +104,11 @@ TEST_CASE("number tokens: hyphens are tokens of their own", "[number_words]") {
   CHECK(sg::study::number_tokens("soixante et onze") == T{"soixante", "et", "onze"});
   CHECK(sg::study::number_tokens("deux cent quatre-vingts") == T{"deux", "cent", "quatre", "-", "vingts"});
   CHECK(sg::study::number_tokens("quatre-vingt-dix-neuf") == T{"quatre", "-", "vingt", "-", "dix", "-", "neuf"});
+  for (int64_t n : {0, 71, 91, 280, 21021, 80080, 999999}) {  // written_form undoes number_tokens
+    INFO(n);
+    CHECK(sg::study::written_form(sg::study::number_tokens(sg::study::french_words(n))) == sg::study::french_words(n));
+    CHECK(sg::study::written_form(sg::study::number_tokens(sg::study::english_words(n))) == sg::study::english_words(n));
+  }
   const sg::study::NumberPairs pairs = sg::study::number_pairs({81, 7});
   CHECK(pairs.numbers == std::vector<int64_t>{81, 7});
   CHECK(pairs.english[0] == T{"eighty", "-", "one"});
@@ -106,10 +142,51 @@ TEST_CASE("the train/test split of the numbers is disjoint, complete and seeded"
   CHECK(small.train.back() <= 19);
 }
 
+TEST_CASE("the split by digit length: every length held out, seeded, disjoint", "[number_words]") {
+  const auto a = sg::study::split_by_length(999999, 0.2, 500, 20000, 3);
+  const auto b = sg::study::split_by_length(999999, 0.2, 500, 20000, 3);
+  const auto c = sg::study::split_by_length(999999, 0.2, 500, 20000, 4);
+  CHECK(a.test == b.test);
+  CHECK(a.train == b.train);
+  CHECK(a.test != c.test);
+  // Per length: 10 numbers of 1 digit -> 2 held out, 90 -> 18, 900 -> 180, then the cap.
+  const int64_t want_test[7] = {0, 2, 18, 180, 500, 500, 500};
+  const int64_t want_train[7] = {0, 8, 72, 720, 8500, 20000, 20000};
+  int64_t test[7] = {}, train[7] = {};
+  for (int64_t n : a.test) ++test[sg::study::digit_length(n)];
+  for (int64_t n : a.train) ++train[sg::study::digit_length(n)];
+  for (int d = 1; d <= 6; ++d) {
+    INFO(d << " digits");
+    CHECK(test[d] == want_test[d]);
+    CHECK(train[d] == want_train[d]);
+  }
+  CHECK(a.test.size() >= 1500);
+  CHECK(std::is_sorted(a.test.begin(), a.test.end()));
+  CHECK(std::is_sorted(a.train.begin(), a.train.end()));
+  std::set<int64_t> seen(a.train.begin(), a.train.end());
+  for (int64_t n : a.test) CHECK(seen.insert(n).second);
+  CHECK(sg::study::digit_length(0) == 1);
+  CHECK(sg::study::digit_length(9) == 1);
+  CHECK(sg::study::digit_length(10) == 2);
+  CHECK(sg::study::digit_length(999999) == 6);
+  // A range that ends inside a length: 0..1500 has 501 numbers of 4 digits.
+  const auto part = sg::study::split_by_length(1500, 0.2, 1000, 1000, 0);
+  int64_t four = 0;
+  for (int64_t n : part.test) four += n >= 1000;
+  CHECK(four == 100);
+  CHECK(part.test.back() <= 1500);
+  CHECK(part.train.back() <= 1500);
+}
+
 TEST_CASE("number words refuse numbers and splits outside the task", "[number_words][bad_input]") {
-  REQUIRE_THROWS_WITH(sg::study::english_words(1000), Contains("english_words") && Contains("1000") && Contains("0..999"));
-  REQUIRE_THROWS_WITH(sg::study::french_words(-1), Contains("french_words") && Contains("-1") && Contains("0..999"));
-  REQUIRE_THROWS_WITH(sg::study::split_numbers(0, 1000, 0.2, 1), Contains("0..1000") && Contains("0..999"));
+  REQUIRE_THROWS_WITH(sg::study::english_words(1000000),
+                      Contains("english_words") && Contains("1000000") && Contains("0..999999"));
+  REQUIRE_THROWS_WITH(sg::study::french_words(-1), Contains("french_words") && Contains("-1") && Contains("0..999999"));
+  REQUIRE_THROWS_WITH(sg::study::split_numbers(0, 1000000, 0.2, 1), Contains("0..1000000") && Contains("0..999999"));
+  REQUIRE_THROWS_WITH(sg::study::split_by_length(1000000, 0.2, 10, 10, 1), Contains("0..1000000"));
+  REQUIRE_THROWS_WITH(sg::study::split_by_length(999, 0.2, 0, 10, 1), Contains("test_cap 0"));
+  REQUIRE_THROWS_WITH(sg::study::split_by_length(999, 0.95, 1000, 10, 1),
+                      Contains("the 10 numbers of 1 digits (0..9) leave 10 for the test set"));
   REQUIRE_THROWS_WITH(sg::study::split_numbers(5, 4, 0.2, 1), Contains("5..4"));
   REQUIRE_THROWS_WITH(sg::study::split_numbers(0, 99, 0.0, 1), Contains("test_fraction") && Contains("got 0"));
   REQUIRE_THROWS_WITH(sg::study::split_numbers(0, 99, 1.0, 1), Contains("got 1"));

@@ -1,6 +1,7 @@
 // study/translation.hpp: the metrics against values worked out by hand, the
 // data and its split, the held-out numbers picked for the examples, the
-// settings' checks, and a few training steps that lower the loss.
+// settings' checks, a few training steps that lower the loss, and a kept
+// model's folder (save, load, damage).
 #include <catch2/catch.hpp>
 
 #include "core/error.hpp"
@@ -10,6 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.hpp"
 
 using Catch::Contains;
 using T = sg::text::Tokens;
@@ -116,4 +121,97 @@ TEST_CASE("a few training steps lower the loss and translate every held-out numb
     for (const T& p : row.preds) CHECK(static_cast<int64_t>(p.size()) <= c.num_steps);
     CHECK(row.scores.exact == sg::study::exact_match(row.preds, d.test.french));
   }
+}
+
+TEST_CASE("a kept translator loads back whole and translates as before", "[translation][checkpoint]") {
+  sg::study::TranslationConfig c;
+  c.hidden = 16, c.ffn = 24, c.heads = 2, c.blocks = 1, c.dropout = 0.25, c.lr = 0.002, c.seed = 7, c.beam = 3;
+  const sg::study::TranslationData d = sg::study::make_translation_data(c);
+  sg::manual_seed(3);
+  const auto model = sg::study::make_translator(c, d);
+  model->eval();
+  test_util::TempDir dir;
+  const std::string folder = dir.path.string();
+  sg::study::save_translator(*model, c, *d.src_vocab, *d.tgt_vocab,
+                             [&](const std::string& name) { return folder + "/" + name; });
+  const sg::study::Translator t = sg::study::load_translator(folder);
+  CHECK(sg::study::translator_metadata(t.config) == sg::study::translator_metadata(c));
+  CHECK(t.src_vocab->idx_to_token() == d.src_vocab->idx_to_token());
+  CHECK(t.tgt_vocab->idx_to_token() == d.tgt_vocab->idx_to_token());
+  CHECK_FALSE(t.model->is_training());
+  const sg::nn::StateDict a = model->state_dict(), b = t.model->state_dict();
+  REQUIRE(a.size() == b.size());
+  for (const auto& [name, x] : a) {
+    INFO(name);
+    REQUIRE(b.count(name) == 1);
+    CHECK(x.to_vector<double>() == b.at(name).to_vector<double>());
+  }
+  // One sentence at a time, greedy and beam, as the batch's translations.
+  for (sg::study::Search s : {sg::study::Search::greedy, sg::study::Search::beam}) {
+    const std::vector<T> batch = sg::study::translate(*model, d, d.test_batch, s, sg::nn::DecodingMode::cached, 3);
+    for (size_t i = 0; i < 5; ++i) {
+      INFO(d.test.numbers[i]);
+      CHECK(sg::study::translate_sentence(t, d.test.english[i], s, 3) == batch[i]);
+    }
+  }
+  CHECK_THROWS_WITH(sg::study::translate_sentence(t, {"seventy", "-", "zillion"}, sg::study::Search::greedy),
+                    Contains("'zillion' is not in the source vocabulary"));
+  CHECK_THROWS_WITH(sg::study::translate_sentence(t, T(12, "one"), sg::study::Search::greedy),
+                    Contains("the source has 12 tokens, more than the model's 11"));
+}
+
+TEST_CASE("a damaged or mismatched translator folder is refused, naming the file", "[translation][checkpoint]") {
+  sg::study::TranslationConfig c;
+  c.hidden = 8, c.ffn = 8, c.heads = 2, c.blocks = 1;
+  const sg::study::TranslationData d = sg::study::make_translation_data(c);
+  const auto model = sg::study::make_translator(c, d);
+  auto fresh = [&](const test_util::TempDir& dir) {
+    sg::study::save_translator(*model, c, *d.src_vocab, *d.tgt_vocab,
+                               [&](const std::string& name) { return dir.path.string() + "/" + name; });
+    return dir.path.string();
+  };
+  auto write = [](const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  {
+    test_util::TempDir dir;
+    const std::string f = fresh(dir);
+    std::filesystem::resize_file(f + "/model.safetensors", std::filesystem::file_size(f + "/model.safetensors") - 9);
+    CHECK_THROWS_WITH(sg::study::load_translator(f), Contains(f + "/model.safetensors"));
+  }
+  {
+    test_util::TempDir dir;
+    const std::string f = fresh(dir);
+    std::string vocab;
+    for (const std::string& tok : d.tgt_vocab->idx_to_token()) vocab += tok + "\n";
+    write(f + "/target_vocab.txt", vocab + "extra\n");  // one token more than the weights
+    CHECK_THROWS_WITH(sg::study::load_translator(f), Contains("model.safetensors") && Contains("has shape"));
+    write(f + "/target_vocab.txt", vocab + "<eos>\n");
+    CHECK_THROWS_WITH(sg::study::load_translator(f), Contains("target_vocab.txt") && Contains("'<eos>' is given twice"));
+    std::filesystem::remove(f + "/source_vocab.txt");
+    CHECK_THROWS_WITH(sg::study::load_translator(f), Contains("cannot read '" + f + "/source_vocab.txt'"));
+  }
+  CHECK_THROWS_WITH(sg::study::load_translator("/nonexistent/folder"), Contains("'/nonexistent/folder' is not a folder"));
+}
+
+TEST_CASE("the whole range: held out by digit length, every French word seen, num_steps checked", "[translation]") {
+  CHECK(sg::study::longest_french(999) == 9);      // quatre - vingt - dix - sept after "x cent"
+  CHECK(sg::study::longest_french(999999) == 19);  // 997,997 and the like
+  sg::study::TranslationConfig c;
+  c.max_number = 999999, c.test_cap = 300, c.train_cap = 3000;
+  CHECK_THROWS_WITH(sg::study::make_translation_data(c), Contains("too many for num_steps 12"));
+  c.num_steps = 20;
+  const sg::study::TranslationData d = sg::study::make_translation_data(c);
+  const sg::study::LengthScores counts = sg::study::exact_by_length(d.test.numbers, d.test.french, d.test.french);
+  CHECK(counts.count == std::vector<int64_t>{0, 2, 18, 180, 300, 300, 300});
+  CHECK(counts.exact == std::vector<double>{0, 1, 1, 1, 1, 1, 1});
+  CHECK(d.train.numbers.size() == 8 + 72 + 720 + 3000 * 3);
+  for (const T& f : d.test.french)
+    for (const std::string& w : f) CHECK(d.tgt_vocab->contains(w));
+  CHECK(d.tgt_vocab->contains("mille"));
+  CHECK_FALSE(d.tgt_vocab->contains("milles"));
+  // Exact match per length, by hand: of the two 1-digit numbers one wrong.
+  std::vector<T> preds = d.test.french;
+  preds[0] = {"faux"};
+  const sg::study::LengthScores s = sg::study::exact_by_length(d.test.numbers, preds, d.test.french);
+  CHECK(s.exact[1] == 0.5);
+  CHECK(s.exact[6] == 1.0);
 }

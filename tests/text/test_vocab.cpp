@@ -68,3 +68,17 @@ TEST_CASE("Vocab: bad ids, options and missing special tokens give clear errors"
   REQUIRE_THROWS_WITH(bare.bos(), Contains("'<bos>'"));
   REQUIRE_THROWS_WITH(bare.eos(), Contains("'<eos>'"));
 }
+
+TEST_CASE("Vocab::from_tokens keeps the given ids, and refuses a list it cannot be", "[text]") {
+  const sg::text::Vocab built({{"b", "a", "b", "c"}});
+  const sg::text::Vocab back = sg::text::Vocab::from_tokens(built.idx_to_token());
+  REQUIRE(back.idx_to_token() == built.idx_to_token());
+  for (const std::string& t : built.idx_to_token()) REQUIRE(back.id(t) == built.id(t));
+  REQUIRE(back.eos() == built.eos());
+  REQUIRE(back.id("zzz") == back.unk());
+  REQUIRE(back.count("b") == 0);  // counts are not kept
+  REQUIRE_THROWS_WITH(sg::text::Vocab::from_tokens({"<unk>", "a", "a"}),
+                      Catch::Contains("token 'a' is given twice (ids 1 and 2)"));
+  REQUIRE_THROWS_WITH(sg::text::Vocab::from_tokens({"a"}), Catch::Contains("hold no '<unk>'"));
+  REQUIRE_THROWS_WITH(sg::text::Vocab::from_tokens({"<unk>", "a b"}), Catch::Contains("token 1 'a b' is empty or holds"));
+}
