@@ -565,3 +565,58 @@ TEST_CASE("0.11 grad returns what backward adds into .grad and changes no .grad"
     }
   }
 }
+
+namespace {
+
+// x squared, whose closure holds x itself: a tensor made by an op holds its
+// node, so a released node that kept its closure would keep x's subgraph.
+Tensor square_capturing(const Tensor& x) {
+  return sg::record("square_capturing", kernel::mul(x, x), {x}, {},
+                    [x](const Tensor& g) -> Grads { return {kernel::affine(kernel::mul(g, x), 2.0, 0.0)}; });
+}
+
+// x squared, with x in the node's saved tensors (the closure holds a detached copy).
+Tensor square_saving(const Tensor& x) {
+  return sg::record("square_saving", kernel::mul(x, x), {x}, {x}, [xd = x.detach()](const Tensor& g) -> Grads {
+    return {kernel::affine(kernel::mul(g, xd), 2.0, 0.0)};
+  });
+}
+
+template <class T>
+void released_nodes_hold_nothing(uint64_t seed) {
+  const int64_t start = sg::Node::live_count();
+  const Shape s{4};
+  const auto xv = as<T>(randoms(s, seed)), gv = as<T>(randoms(s, seed + 1));
+  {
+    Tensor x = leaf<T>(xv, s);
+    Tensor y;
+    {
+      // y = (1.5 x)^2 + (-0.5 x)^2: every intermediate goes out of scope here,
+      // so only the graph's own references keep the scale nodes alive.
+      y = plus(square_capturing(scale(x, 1.5)), square_saving(scale(x, -0.5)));
+    }
+    REQUIRE(sg::Node::live_count() == start + 5);
+    sg::backward(y, constant<T>(gv, s));
+    std::vector<long double> want(4);
+    for (size_t i = 0; i < 4; ++i)
+      want[i] = static_cast<long double>(gv[i]) * 5.0L * static_cast<long double>(xv[i]);  // 2 (2.25 + 0.25) x
+    check<T>(x.grad(), s, want, "gradient of (1.5 x)^2 + (-0.5 x)^2");
+    // Only y's own node remains: released, holding no closure (which
+    // captured a node), no inputs and no saved tensors (which held one).
+    INFO("live nodes after the pass: " << sg::Node::live_count() - start << ", want 1 (y's own)");
+    REQUIRE(sg::Node::live_count() == start + 1);
+    REQUIRE(y.node()->released);
+    REQUIRE_FALSE(static_cast<bool>(y.node()->backward));
+    REQUIRE(y.node()->inputs.empty());
+    REQUIRE(y.node()->saved.empty());
+  }
+  REQUIRE(sg::Node::live_count() == start);
+}
+
+}  // namespace
+
+TEST_CASE("0.12 a released node frees its closure and saved tensors: nodes they captured die with the pass",
+          "[a0][a0.12]") {
+  released_nodes_hold_nothing<float>(1201);
+  released_nodes_hold_nothing<double>(1203);
+}
