@@ -521,17 +521,34 @@ def default_scratch(kind):
     return Path(os.environ.get("COURSE_SCRATCH", ROOT / "build" / "course")) / kind
 
 
+def handed_out(tree, known):
+    """The assignments whose README the tree holds (course/NN-name/README.md),
+    among the known ones: those a student tree was made with."""
+    return sorted(n for n, f in known.items() if (tree / "course" / f.name / "README.md").is_file())
+
+
 def cmd_grade(args):
     tree = Path(args.tree).resolve()
     if not tree.is_dir():
         raise KitError(f"student tree {tree} is not a folder")
     known = {n: f for n, f in assignments().items() if (f / "hidden").is_dir()}
-    chosen = parse_selection(args.assignments, known)
+    if args.assignments is None:
+        # By default the assignments handed out in this tree: a student tree
+        # holds the READMEs of those only (make leaves the others out).
+        given = handed_out(tree, known)
+        if not given:
+            raise KitError(f"{tree} holds no course/NN-name/README.md of an assignment: not a student tree "
+                           "made by scripts/course.sh make; name the assignments with --assignments")
+        chosen = given
+    else:
+        chosen = parse_selection(args.assignments, known)
     scratch = Path(args.scratch).resolve() if args.scratch else default_scratch("grade")
     scratch.mkdir(parents=True, exist_ok=True)
     log = scratch / "build.log"
     log.write_text("")
     start = time.time()
+    say(f"grading assignments {', '.join(map(str, chosen))}"
+        + (" (those handed out in the tree)" if args.assignments is None else ""))
     results = grade_tree(tree, chosen, scratch, args.timeout, args.jobs, log)
     doc = write_grade(results, Path(args.out).resolve(), tree)
     for a in doc["assignments"]:
@@ -778,9 +795,20 @@ def summarize(grades):
                     r["passed"] += 1
                 else:
                     r["failed"] += 1
-                    first = (t.get("message") or "failed").split(" [")[0][:160]
-                    r["messages"][first] = r["messages"].get(first, 0) + 1
+                    # Grouped by the failed check (file, line, expression); the
+                    # page shows the first full message of each group, with the
+                    # context the test printed (what it got and wanted).
+                    full = t.get("message") or "failed"
+                    first = full.split(" [")[0][:160]
+                    count, example = r["messages"].get(first, (0, full))
+                    r["messages"][first] = (count + 1, example)
     return assignments
+
+
+def test_order(name):
+    """A hidden test's sort key: its number as numbers ("0.2" before "0.10"), then its name."""
+    m = re.match(r"(\d+)\.(\d+)\b", name)
+    return (int(m.group(1)), int(m.group(2)), name) if m else (1 << 30, 0, name)
 
 
 def summary_html(grades, title):
@@ -812,14 +840,15 @@ def summary_html(grades, title):
                     f"<td>{a['errors'] or ''}</td><td>{histogram(pts, a['max'])}</td></tr>")
     tests = []
     for num in sorted(assignments):
-        for name, r in assignments[num]["tests"].items():
+        for name, r in sorted(assignments[num]["tests"].items(), key=lambda kv: test_order(kv[0])):
             tests.append((num, name, r))
-    worst = sorted((t for t in tests if t[2]["failed"]), key=lambda t: (-t[2]["failed"], t[0], t[1]))
+    worst = sorted((t for t in tests if t[2]["failed"]), key=lambda t: (-t[2]["failed"], t[0], test_order(t[1])))
 
     def test_row(num, name, r):
         ran = r["passed"] + r["failed"]
-        msg = max(r["messages"].items(), key=lambda kv: kv[1]) if r["messages"] else None
-        why = f'<div class="msg">{esc(msg[0])}{f" ({msg[1]} students)" if msg[1] > 1 else ""}</div>' if msg else ""
+        msg = max(r["messages"].values(), key=lambda v: v[0]) if r["messages"] else None
+        why = (f'<div class="msg">{esc(msg[1][:600])}{f" ({msg[0]} students)" if msg[0] > 1 else ""}</div>'
+               if msg else "")
         return (f"<tr><td>{num}</td><td>{esc(name)}{why}</td><td>{r['passed']} / {ran}</td>"
                 f"<td>{bar(r['passed'] / ran if ran else 0, 'ok')}</td></tr>")
 
@@ -851,6 +880,10 @@ td.full {{ background: #d8efdc; }} td.part {{ background: #fbefc8; }} td.zero {{
 </style></head><body>
 <h1>{esc(title)}</h1>
 <p>{n} students; total points: median {median:g} of {total_max}, lowest {totals[0]}, highest {totals[-1]}.</p>
+<h2>Per student</h2>
+<table><tr><th>student</th><th>total</th>{"".join(f"<th>{k}</th>" for k in nums)}</tr>
+{student_rows}
+</table>
 <h2>Totals</h2>
 {histogram(totals, total_max)}
 <h2>Per assignment</h2>
@@ -865,10 +898,6 @@ td.full {{ background: #d8efdc; }} td.part {{ background: #fbefc8; }} td.zero {{
 <h2>Every hidden test</h2>
 <table><tr><th>#</th><th>hidden test</th><th>pass / ran</th><th></th></tr>
 {per_test}
-</table>
-<h2>Per student</h2>
-<table><tr><th>student</th><th>total</th>{"".join(f"<th>{k}</th>" for k in nums)}</tr>
-{student_rows}
 </table>
 </body></html>
 """
@@ -901,7 +930,11 @@ def main():
             s.add_argument("tree")
             s.add_argument("--out", default=".", help="folder for grade.json and grade.junit.xml (default .)")
             s.add_argument("--scratch", help="scratch build folder (default build/course/grade)")
-        s.add_argument("--assignments", default="all")
+            s.add_argument("--assignments", default=None,
+                           help="comma-separated numbers, or all (default: those handed out in TREE, "
+                                "whose course/NN-name/README.md it holds)")
+        else:
+            s.add_argument("--assignments", default="all", help="comma-separated numbers, or all (default)")
         s.add_argument("--timeout", type=int, default=120, help="seconds per test case (default 120)")
         s.add_argument("--jobs", type=int, default=2)
         s.add_argument("--verbose", action="store_true")

@@ -83,6 +83,22 @@ def main():
         fail("assignment 0: 4 graded, 2 with full marks expected")
     if not re.search(r"<td>1</td><td>01-broadcasting</td><td>4</td><td>1 .*?<td>1</td>", html):
         fail("assignment 1: 1 with full marks and 1 that did not build expected")
+    # Each failure keeps the context its test printed (the got and want of
+    # a comparison), not only the failed check's first line.
+    if "wrong [context]" not in html:
+        fail("the page drops the failure's context (got/want)")
+    # The students come first: the per-student table before the class's numbers.
+    if not 0 < html.find("<h2>Per student</h2>") < html.find("<h2>Totals</h2>"):
+        fail("the per-student table does not come first")
+    # Tests in the order of their numbers: 0.2 before 0.10.
+    many = work / "many"
+    grade(many / "eve" / "grade.json", {0: (a0, [k % 2 == 0 for k in range(11)])})
+    grade(many / "frank" / "grade.json", {0: (a0, [True] * 11)})
+    run(["summary", str(many), "--out", str(many / "summary.html")], 0)
+    every = (many / "summary.html").read_text().split("Every hidden test")[1]
+    listed = re.findall(r"<td>(\d+\.\d+) test", every)
+    if listed != [f"0.{k}" for k in range(1, 12)]:
+        fail(f"every hidden test not in numeric order: {listed}")
     # Bad input: one clear line and status 1; usage 2.
     empty = work / "empty"
     empty.mkdir()

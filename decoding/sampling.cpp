@@ -25,6 +25,7 @@ std::vector<double> next_token_distribution(const std::vector<double>& logits, c
     p[best] = 1;
     return p;
   }
+  // BEGIN ASSIGNMENT 10: next_token_distribution: p = softmax(logits / temperature) over the tokens top-k keeps (those at least the k-th largest logit, ties kept), stable at any logits, 0 elsewhere
   // Softmax of logits / temperature, over the tokens top-k keeps: those at
   // least as large as the k-th largest logit (nanoGPT's rule, ties kept).
   double threshold = -INFINITY;
@@ -37,6 +38,7 @@ std::vector<double> next_token_distribution(const std::vector<double>& logits, c
   for (size_t i = 0; i < n; ++i)
     if (logits[i] >= threshold) total += p[i] = std::exp((logits[i] - logits[best]) / o.temperature);
   for (double& x : p) x /= total;
+  // END ASSIGNMENT 10
   if (o.top_p < 1) {
     // The nucleus: tokens by falling probability (ties by id) until the
     // kept mass reaches top_p; the token that crosses it is kept.
@@ -88,12 +90,14 @@ std::vector<int64_t> generate(const nn::GPT& model, const std::vector<int64_t>& 
     const int64_t length = static_cast<int64_t>(text.size());
     const int64_t window = std::max<int64_t>(0, length - context);  // the first token the model reads
     Tensor logits;
+    // BEGIN ASSIGNMENT 10: generate's logits: without the cache, forward on the window's tokens; with it, forward_cached on the tokens the cache has not read yet (a new cache when the window moved)
     if (!options.use_cache) {
       logits = model.forward(ids_of(window, length));
     } else {
       if (window != cache_start) cache = nn::GPTCache{}, cache_start = window;  // the window moved: read it again
       logits = model.forward_cached(ids_of(cache_start + cache.length(), length), cache);
     }
+    // END ASSIGNMENT 10
     const int64_t rows = logits.shape()[1];
     const Tensor last = kernel::to(kernel::slice(kernel::reshape(logits, {rows, vocab}), 0, rows - 1, rows), float64);
     const double* l = last.data<double>();

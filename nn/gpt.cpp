@@ -59,6 +59,7 @@ CausalSelfAttention::CausalSelfAttention(const GPTOptions& o)
 }
 
 void CausalSelfAttention::project(const Tensor& x, Tensor& q, Tensor& k, Tensor& v) const {
+  // BEGIN ASSIGNMENT 10: CausalSelfAttention::project: q, k, v = the three thirds of c_attn (x): rows [0, C), [C, 2C), [2C, 3C) of its weight and bias, as views
   const Tensor& w = c_attn->weight;  // (3C, C): rows [0, C) make q, [C, 2C) k, [2C, 3C) v
   const Tensor& b = c_attn->bias;
   auto third = [&](int64_t i) {
@@ -66,12 +67,14 @@ void CausalSelfAttention::project(const Tensor& x, Tensor& q, Tensor& k, Tensor&
                   b.defined() ? slice(b, 0, i * n_embd, (i + 1) * n_embd) : Tensor());
   };
   q = third(0), k = third(1), v = third(2);
+  // END ASSIGNMENT 10
 }
 
 // q: (B, Q, C) at positions [offset, offset + Q); k, v: (B, K, C) at
 // positions [0, K), K >= offset + Q -> (B, Q, C), query i seeing keys 0 .. offset + i.
 Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t offset,
                                    DropoutKeys* dropout_keys, Tensor* weights_out) const {
+  // BEGIN ASSIGNMENT 10: CausalSelfAttention::attend: per-head scores scaled by 1/sqrt(head dim), query i seeing keys 0 .. offset + i (ALiBi's bias added after scaling), softmax, attention dropout, heads pooled over v, c_proj, residual dropout
   const int64_t batch = q.shape()[0], nq = q.shape()[1], nk = k.shape()[1];
   Tensor scores = head_scores(q, k, n_head);  // (B*h, Q, K)
   double scale = 1.0 / std::sqrt(static_cast<double>(n_embd / n_head));
@@ -96,6 +99,7 @@ Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tenso
   if (weights_out) *weights_out = reshape(weights.detach(), {batch, n_head, nq, nk});
   const Tensor heads = head_pool(attn_dropout->forward(weights, dropout_keys), v, n_head);  // (B, Q, C)
   return resid_dropout->forward(c_proj->forward(heads), dropout_keys);
+  // END ASSIGNMENT 10
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, DropoutKeys* dropout_keys, Tensor* weights_out) const {
@@ -117,8 +121,10 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, KeyValueCache& cache
   Tensor q, k, v;
   project(x, q, k, v);
   if (positional == Positional::rotary) q = rotate_heads(q, n_head, offset), k = rotate_heads(k, n_head, offset);
+  // BEGIN ASSIGNMENT 10: forward_cached's cache: this step's k and v appended to cache.keys and cache.values along time (axis 1), the first step's as they are
   cache.keys = offset == 0 ? k : concat({cache.keys, k}, 1);
   cache.values = offset == 0 ? v : concat({cache.values, v}, 1);
+  // END ASSIGNMENT 10
   return attend(q, cache.keys, cache.values, offset, nullptr, weights_out);
 }
 
@@ -203,15 +209,21 @@ Tensor GPT::embed(const Tensor& ids, int64_t offset, DropoutKeys* dropout_keys) 
   return transformer->drop->forward(x, dropout_keys);
 }
 
-Tensor GPT::head(const Tensor& x) const { return linear(transformer->ln_f->forward(x), lm_head->weight); }
+Tensor GPT::head(const Tensor& x) const {
+  // BEGIN ASSIGNMENT 10: GPT::head: ln_f, then the logits x W^T with lm_head's weight (the token embedding's table when tied)
+  return linear(transformer->ln_f->forward(x), lm_head->weight);
+  // END ASSIGNMENT 10
+}
 
 Tensor GPT::forward(const Tensor& ids, DropoutKeys* dropout_keys, std::vector<Tensor>* attention_weights) const {
   check_ids("GPT::forward", ids, options, 0);
+  // BEGIN ASSIGNMENT 10: GPT::forward: embed the ids at positions from 0, every block in order (block i's weights into (*attention_weights)[i] when given), then head
   if (attention_weights) attention_weights->assign(transformer->h->blocks.size(), Tensor());
   Tensor x = embed(ids, 0, dropout_keys);
   for (size_t i = 0; i < transformer->h->blocks.size(); ++i)
     x = transformer->h->blocks[i]->forward(x, dropout_keys, attention_weights ? &(*attention_weights)[i] : nullptr);
   return head(x);
+  // END ASSIGNMENT 10
 }
 
 Tensor GPT::forward_cached(const Tensor& ids, GPTCache& cache, std::vector<Tensor>* attention_weights) const {

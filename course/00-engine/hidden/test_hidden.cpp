@@ -12,6 +12,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -563,5 +564,70 @@ TEST_CASE("0.11 grad returns what backward adds into .grad and changes no .grad"
       else
         run(double(), use_grad);
     }
+  }
+}
+
+namespace {
+
+// x squared, whose closure holds x itself: a tensor made by an op holds its
+// node, so a released node that kept its closure would keep x's subgraph.
+Tensor square_capturing(const Tensor& x) {
+  return sg::record("square_capturing", kernel::mul(x, x), {x}, {},
+                    [x](const Tensor& g) -> Grads { return {kernel::affine(kernel::mul(g, x), 2.0, 0.0)}; });
+}
+
+// x squared, with x in the node's saved tensors (the closure holds a detached copy).
+Tensor square_saving(const Tensor& x) {
+  return sg::record("square_saving", kernel::mul(x, x), {x}, {x}, [xd = x.detach()](const Tensor& g) -> Grads {
+    return {kernel::affine(kernel::mul(g, xd), 2.0, 0.0)};
+  });
+}
+
+// y = op(u) for u = 1.5 x + (-0.5 x) = x (three nodes): after the pass only
+// y's own node may remain, and it holds nothing: not u through its closure
+// (square_capturing), nor u's buffer through its saved tensors (square_saving).
+template <class T>
+void released_nodes_hold_nothing(uint64_t seed, bool saving) {
+  INFO((saving ? "y's op saves u" : "y's op captures u in its closure"));
+  const int64_t start = sg::Node::live_count();
+  const Shape s{4};
+  const auto xv = as<T>(randoms(s, seed)), gv = as<T>(randoms(s, seed + 1));
+  {
+    Tensor x = leaf<T>(xv, s);
+    Tensor y;
+    std::weak_ptr<sg::Storage> buffer;  // u's
+    {
+      // Every intermediate goes out of scope here: only the graph's own
+      // references keep u and its node alive.
+      const Tensor u = plus(scale(x, 1.5), scale(x, -0.5));
+      buffer = u.impl()->storage;
+      y = saving ? square_saving(u) : square_capturing(u);
+    }
+    REQUIRE(sg::Node::live_count() == start + 4);
+    sg::backward(y, constant<T>(gv, s));
+    std::vector<long double> want(4);
+    for (size_t i = 0; i < 4; ++i) want[i] = 2.0L * static_cast<long double>(gv[i]) * static_cast<long double>(xv[i]);
+    check<T>(x.grad(), s, want, "gradient of (1.5 x - 0.5 x)^2");
+    // Only y's own node remains: released, holding no closure, no inputs,
+    // no saved tensors, so neither u's node nor u's buffer lives on.
+    INFO("live nodes after the pass: " << sg::Node::live_count() - start << ", want 1 (y's own); u's buffer "
+                                       << (buffer.expired() ? "freed" : "still alive"));
+    REQUIRE(sg::Node::live_count() == start + 1);
+    REQUIRE(y.node()->released);
+    REQUIRE_FALSE(static_cast<bool>(y.node()->backward));
+    REQUIRE(y.node()->inputs.empty());
+    REQUIRE(y.node()->saved.empty());
+    REQUIRE(buffer.expired());
+  }
+  REQUIRE(sg::Node::live_count() == start);
+}
+
+}  // namespace
+
+TEST_CASE("0.12 a released node frees its closure and saved tensors: the nodes and buffers they held die with the pass",
+          "[a0][a0.12]") {
+  for (const bool saving : {false, true}) {
+    released_nodes_hold_nothing<float>(1201, saving);
+    released_nodes_hold_nothing<double>(1203, saving);
   }
 }

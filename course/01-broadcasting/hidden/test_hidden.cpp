@@ -169,3 +169,44 @@ TEST_CASE("1.9 an input changed in place between forward and backward gives the 
     check_inplace_change("div of " + shapes, [](const Inputs& in) { return sg::div(in[0], in[1]); }, {a, b}, {sa, sb}, ++seed);
   }
 }
+
+namespace {
+
+// div's gradients where b^2 underflows (|b| about 1e-200 in float64, 1e-30
+// in float32) though every gradient is a normal number: -g a / b^2 must be
+// computed as -(g / b) (a / b), never by dividing by b * b. First order
+// (backward) and the create_graph form (grad with create_graph) alike.
+template <class T>
+void div_at_small_b(uint64_t seed, bool create_graph) {
+  const double tiny = std::is_same_v<T, float> ? 1e-30 : 1e-200;
+  const Shape s{2, 3};
+  std::vector<double> a = randoms(s, seed), b = randoms(s, seed + 1), g = randoms(s, seed + 2);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<double>(static_cast<T>(a[i] * tiny));
+    b[i] = static_cast<double>(static_cast<T>((b[i] < 0 ? -0.5 : 0.5) * tiny + b[i] * tiny));
+    g[i] = static_cast<double>(static_cast<T>(g[i]));
+  }
+  std::vector<double> da(a.size()), db(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const long double A = a[i], B = b[i], G = g[i];
+    da[i] = static_cast<double>(G / B);
+    db[i] = static_cast<double>(-(G / B) * (A / B));
+  }
+  const Tensor at = tensor(a, s, sg::dtype_of<T>).set_requires_grad(), bt = tensor(b, s, sg::dtype_of<T>).set_requires_grad();
+  const Tensor y = sg::div(at, bt);
+  const sg::Grads got = sg::grad(y, {at, bt}, tensor(g, s, sg::dtype_of<T>), sg::BackwardOptions{false, create_graph});
+  INFO((std::is_same_v<T, float> ? "float32" : "float64") << (create_graph ? ", create_graph form" : ", first order")
+                                                          << ", |a| and |b| about " << tiny);
+  test_util::check_values<T>(got[0], s, da, rel_tol<T>() * 10, 0.0);
+  test_util::check_values<T>(got[1], s, db, rel_tol<T>() * 10, 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("1.10 div's gradients stay finite and right where b squared underflows: both dtypes and the create_graph form",
+          "[a1][a1.10]") {
+  for (const bool create_graph : {false, true}) {
+    div_at_small_b<double>(1100, create_graph);
+    div_at_small_b<float>(1110, create_graph);
+  }
+}

@@ -93,11 +93,15 @@ void naive_masked(const Masked& c, const std::vector<double>& x, const std::vect
     }
 }
 
+// shift: added to every score, so that a form that does not subtract the
+// row's maximum overflows (+1000: e^1000 is past float64's range) or
+// underflows to a sum of 0 (-1000).
 template <class T>
-void check_masked(uint64_t seed) {
+void check_masked(uint64_t seed, double shift = 0.0) {
   for (const Masked& c : masked_cases()) {
-    INFO("masked_softmax " << describe(c));
+    INFO("masked_softmax " << describe(c) << " scores shifted by " << shift);
     std::vector<double> x = randoms(c.shape, ++seed, 2.0), g = randoms(c.shape, ++seed);
+    for (auto& e : x) e += shift;
     for (auto* v : {&x, &g})
       for (auto& e : *v) e = static_cast<double>(static_cast<T>(e));
     std::vector<double> y, dx;
@@ -112,10 +116,11 @@ void check_masked(uint64_t seed) {
 }
 
 template <class T>
-void check_softmaxes(uint64_t seed) {
+void check_softmaxes(uint64_t seed, double shift = 0.0) {
   for (const Shape& s : {Shape{5}, Shape{3, 4}, Shape{2, 3, 7}, Shape{2, 16}, Shape{0, 3}}) {
-    INFO("shape " << test_util::shape_str(s));
+    INFO("shape " << test_util::shape_str(s) << " inputs shifted by " << shift);
     std::vector<double> x = randoms(s, ++seed, 2.0), g = randoms(s, ++seed);
+    for (auto& e : x) e += shift;
     for (auto* v : {&x, &g})
       for (auto& e : *v) e = static_cast<double>(static_cast<T>(e));
     const int64_t n = s.back(), rows = count(s) / n;
@@ -216,4 +221,18 @@ TEST_CASE("3.8 an input changed in place between forward and backward gives the 
   check_inplace_change("masked_softmax 16 keys",
                        [&](const Inputs& in) { return sg::masked_softmax(in[0], Tensor(), false, 0.25); },
                        {randoms(wide, 388, 2.0)}, {wide}, 389);
+}
+
+TEST_CASE("3.9 softmax log_softmax and masked_softmax at scores past exp's range in float64 and float32",
+          "[a3][a3.9]") {
+  // The naive forms (exp(x) / sum exp(x)) give inf / inf or 0 / 0 here; the
+  // stable ones (the row's maximum subtracted first) match the loops.
+  // Shifts of +-1000 in float64, +-100 in float32 (e^100 is past float's
+  // range, and at 100 a float still holds the scores' differences closely).
+  for (const double shift : {1000.0, -1000.0}) {
+    check_softmaxes<double>(1900, shift);
+    check_softmaxes<float>(1920, shift / 10);
+    check_masked<double>(1940, shift);
+    check_masked<float>(1960, shift / 10);
+  }
 }

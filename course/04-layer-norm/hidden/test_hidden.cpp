@@ -71,13 +71,18 @@ void naive(const Case& c, const std::vector<double>& x, const std::vector<double
 }
 
 template <class T>
-void check(uint64_t seed) {
+// offset: the rows' mean. Far from 0 next to their spread (offset set and
+// only the cases of input scale 1 or more), var = E[x^2] - mean^2 cancels
+// catastrophically, while the mean of (x - mean)^2 does not.
+void check(uint64_t seed, double offset = 0.3) {
   for (const Case& c : kCases) {
+    if (offset != 0.3 && c.x_scale < 1) continue;
     const int64_t D = c.x.back();
-    INFO("layer_norm " << test_util::shape_str(c.x) << " eps " << c.eps << " input scale " << c.x_scale);
+    INFO("layer_norm " << test_util::shape_str(c.x) << " eps " << c.eps << " input scale " << c.x_scale
+                       << " mean about " << offset);
     std::vector<double> x = randoms(c.x, ++seed, c.x_scale), gamma = randoms({D}, ++seed), beta = randoms({D}, ++seed),
                         g = randoms(c.x, ++seed);
-    for (auto& v : x) v += 0.3;  // a mean that is not 0
+    for (auto& v : x) v += offset;  // a mean that is not 0
     for (auto* v : {&x, &gamma, &beta, &g})
       for (auto& e : *v) e = static_cast<double>(static_cast<T>(e));
     std::vector<double> y, dx, dgamma, dbeta;
@@ -144,4 +149,11 @@ TEST_CASE("4.6 an input changed in place between forward and backward gives the 
   const Shape sx{3, 2, 6}, sp{6};
   check_inplace_change("layer_norm", [](const Inputs& in) { return sg::layer_norm(in[0], in[1], in[2], 1e-3); },
                        {randoms(sx, 460, 2.0), randoms(sp, 461), randoms(sp, 462)}, {sx, sp, sp}, 463);
+}
+
+TEST_CASE("4.7 layer_norm of rows whose mean is far from 0 next to their spread in float64 and float32", "[a4][a4.7]") {
+  // Means of 3000 in float64 and 30 in float32 with a spread of about 1:
+  // a variance taken as E[x^2] - mean^2 loses every digit there.
+  check<double>(2700, 3e3);
+  check<float>(2800, 30.0);
 }

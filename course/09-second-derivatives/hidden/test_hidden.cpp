@@ -338,3 +338,32 @@ TEST_CASE("9.9 hvp gives zeros where there is no second derivative and refuses a
   REQUIRE_THROWS_WITH(sg::hvp([](const Inputs& in) { return sg::tanh(in[0]); }, {a, b}, v),
                       Contains("hvp") && Contains("scalar"));
 }
+
+TEST_CASE("9.10 hvp turns recording on for itself: the same result under NoGradGuard and recording left as it was",
+          "[a9][a9.10]") {
+  // f = sum tanh(a): H v = tanh''(a) v elementwise.
+  const Tensor a = tensor(randoms({2, 3}, 1001), {2, 3}, sg::float64);
+  const Tensor v = tensor(randoms({2, 3}, 1002), {2, 3}, sg::float64);
+  const auto av = a.to_vector<double>(), vv = v.to_vector<double>();
+  std::vector<double> want;
+  for (size_t i = 0; i < av.size(); ++i) {
+    const LD t = std::tanh(static_cast<LD>(av[i]));
+    want.push_back(static_cast<double>(-2 * t * (1 - t * t) * vv[i]));
+  }
+  const sg::VectorFn f = [](const Inputs& in) { return sg::sum(sg::tanh(in[0])); };
+  for (const bool recording : {true, false}) {
+    INFO((recording ? "called with recording on" : "called under a NoGradGuard (recording off)"));
+    std::vector<Tensor> hv;
+    if (recording) {
+      hv = sg::hvp(f, {a}, {v});
+      REQUIRE(sg::grad_enabled());
+    } else {
+      sg::NoGradGuard off;
+      hv = sg::hvp(f, {a}, {v});
+      INFO("recording must be off again after hvp returns");
+      REQUIRE_FALSE(sg::grad_enabled());
+    }
+    REQUIRE(hv.size() == 1);
+    test_util::check_values<double>(hv[0], {2, 3}, want, 1e-11, 1e-13);
+  }
+}
