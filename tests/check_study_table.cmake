@@ -3,7 +3,7 @@
 # seconds column (wall time): the run is deterministic, so a change of any
 # result (a kernel's order of sums, the training loop, the tasks) fails here
 # until the tables are made again and the docs' tables with them
-# (docs/results.md, "The README's tables"). The target is the "built for"
+# (tests/README.md, "The README's and docs/results.md's tables"). The target is the "built for"
 # row of DIR/settings.md (the vector width changes the order of some float
 # sums); the checked-in copy is FIXTURES/<target>/NAME.md. Release builds
 # only (tests/CMakeLists.txt): an -O1 build (asan, tsan) rounds otherwise.
@@ -66,6 +66,6 @@ if(NOT table STREQUAL want)
   message(FATAL_ERROR "${DIR}/${FILE} is not the table checked in for '${target}' (${copy}):\n"
                       "${table}\n--- checked in:\n${want}\n"
                       "If the results moved on purpose, make the copies again (-DUPDATE=1) and the docs' tables "
-                      "with them (docs/results.md, \"The README's tables\").")
+                      "with them (tests/README.md, \"The README's and docs/results.md's tables\").")
 endif()
 message("${FILE} is the table checked in for '${target}' (${copy})")

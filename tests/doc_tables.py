@@ -65,7 +65,7 @@ def main():
                 sys.exit(f"FAIL: {doc}:{number}: the table is not {name}"
                          + (f" (its rows matching {m.group(2)})" if m.group(2) else "") + ":\n"
                          + "\n".join(diff[:5])
-                         + "\nPaste the command's table (docs/results.md, \"The README's tables\").")
+                         + "\nPaste the command's table (tests/README.md, \"The README's and docs/results.md's tables\").")
             checked += 1
     if checked == 0:
         sys.exit("FAIL: no marked table in README.md or docs/results.md: the markers were lost")
