@@ -79,20 +79,31 @@ std::vector<Tensor> vjp(const VectorFn& f, const std::vector<Tensor>& x, const T
   return filled(grad(y, xs, u), xs);
 }
 
-Tensor jvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
-  check_like(x, v, "jvp");
-  EnableGradGuard on;
-  const std::vector<Tensor> xs = leaves_of(x, "jvp");
-  const Tensor y = f(xs);
+namespace {
+
+// J v for y = f(xs), J = dy/dxs, by the double-backward trick: J^T u is
+// linear in a dummy u, recorded, and its gradient in u after a dot with v
+// is J v. Zeros where y does not depend on xs.
+Tensor jacobian_times(const Tensor& y, const std::vector<Tensor>& xs, const std::vector<Tensor>& v) {
   if (!y.requires_grad()) return zeros(y.shape(), y.dtype());
-  const Tensor u = zeros(y.shape(), y.dtype()).set_requires_grad(true);  // any value: g is linear in u
-  const Grads g = grad(y, xs, u, BackwardOptions{false, true});             // J^T u, recorded
+  const Tensor u = zeros(y.shape(), y.dtype()).set_requires_grad(true);  // any value: J^T u is linear in u
+  const Grads g = grad(y, xs, u, {.create_graph = true});                    // J^T u, recorded
   std::vector<Tensor> gs, vs;
   for (size_t i = 0; i < g.size(); ++i)
     if (g[i].defined() && g[i].requires_grad()) gs.push_back(g[i]), vs.push_back(v[i]);
   if (gs.empty()) return zeros(y.shape(), y.dtype());
   const Grads jv = grad(dot(gs, vs), {u});
   return jv[0].defined() ? jv[0] : zeros(y.shape(), y.dtype());
+}
+
+}  // namespace
+
+Tensor jvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
+  check_like(x, v, "jvp");
+  EnableGradGuard on;
+  const std::vector<Tensor> xs = leaves_of(x, "jvp");
+  const Tensor y = f(xs);
+  return jacobian_times(y, xs, v);
 }
 
 std::vector<Tensor> hvp(const VectorFn& f, const std::vector<Tensor>& x, const std::vector<Tensor>& v) {
@@ -151,15 +162,7 @@ Tensor jvp(const LossFn& f, const std::vector<Tensor>& params, const std::vector
   EnableGradGuard on;
   const Tensor y = f();
   if (!y.defined()) fail("jvp: f returned an undefined tensor");
-  if (!y.requires_grad()) return zeros(y.shape(), y.dtype());
-  const Tensor u = zeros(y.shape(), y.dtype()).set_requires_grad(true);  // any value: J^T u is linear in u
-  const Grads g = grad(y, params, u, {.create_graph = true});
-  std::vector<Tensor> gs, vs;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (g[i].defined() && g[i].requires_grad()) gs.push_back(g[i]), vs.push_back(v[i]);
-  if (gs.empty()) return zeros(y.shape(), y.dtype());
-  const Grads jv = grad(dot(gs, vs), {u});
-  return jv[0].defined() ? jv[0] : zeros(y.shape(), y.dtype());
+  return jacobian_times(y, params, v);
 }
 
 Tensor hessian(const LossFn& loss, const std::vector<Tensor>& params) {
