@@ -11,9 +11,10 @@ preset=${1:-release}
 # run the reports' browser test (tests/report_browser.py, headless); OpenMPI
 # builds and runs the two-rank training (examples/mpi, docs/distributed.md).
 # bible-kjv is train_gpt's default corpus (the King James Bible, as
-# `bible Gen1:1-Rev22:21` prints it).
+# `bible Gen1:1-Rev22:21` prints it); festlex-cmu holds pronounce's
+# dictionary (the CMU pronouncing dictionary, in Festival's format).
 packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
-          clang libclang-rt-14-dev chromium python3 libopenmpi-dev openmpi-bin bible-kjv)
+          clang libclang-rt-14-dev chromium python3 libopenmpi-dev openmpi-bin bible-kjv festlex-cmu)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,24 +16,29 @@
 
 namespace sg::study {
 
-void check_config(const TranslationConfig& c) {
-  auto at_least = [](const char* name, int64_t v, int64_t lo) {
-    if (v < lo) sg::fail("translation: ", name, " is ", v, ", expected at least ", lo);
+void check_seq2seq_config(const Seq2SeqConfig& c, const char* study) {
+  auto at_least = [study](const char* name, int64_t v, int64_t lo) {
+    if (v < lo) sg::fail(study, ": ", name, " is ", v, ", expected at least ", lo);
   };
   at_least("hidden", c.hidden, 1), at_least("ffn", c.ffn, 1), at_least("heads", c.heads, 1);
   at_least("blocks", c.blocks, 1), at_least("steps", c.steps, 1), at_least("batch", c.batch, 1);
   at_least("eval_every", c.eval_every, 1), at_least("beam", c.beam, 1), at_least("warmup", c.warmup, 0);
   at_least("num_steps", c.num_steps, 2);
-  at_least("test_cap", c.test_cap, 1), at_least("train_cap", c.train_cap, 1);
+  if (c.hidden % c.heads != 0) sg::fail(study, ": hidden ", c.hidden, " is not a multiple of heads ", c.heads);
+  if (c.positional == nn::Positional::rotary && (c.hidden / c.heads) % 2 != 0)
+    sg::fail(study, ": rotary positions need an even head width, hidden ", c.hidden, " / heads ", c.heads, " is ",
+             c.hidden / c.heads);
+  if (!(c.dropout >= 0 && c.dropout < 1)) sg::fail(study, ": dropout ", c.dropout, " is outside [0, 1)");
+  if (!(c.lr > 0) || !(c.min_lr >= 0) || c.min_lr > c.lr)
+    sg::fail(study, ": learning rates lr ", c.lr, " and min_lr ", c.min_lr, " need 0 <= min_lr <= lr, 0 < lr");
+}
+
+void check_config(const TranslationConfig& c) {
+  check_seq2seq_config(c, "translation");
+  if (c.test_cap < 1) sg::fail("translation: test_cap is ", c.test_cap, ", expected at least 1");
+  if (c.train_cap < 1) sg::fail("translation: train_cap is ", c.train_cap, ", expected at least 1");
   if (c.max_number < 9 || c.max_number > kNumberWordsMax)
     sg::fail("translation: max_number is ", c.max_number, ", expected 9..", kNumberWordsMax);
-  if (c.hidden % c.heads != 0) sg::fail("translation: hidden ", c.hidden, " is not a multiple of heads ", c.heads);
-  if (c.positional == nn::Positional::rotary && (c.hidden / c.heads) % 2 != 0)
-    sg::fail("translation: rotary positions need an even head width, hidden ", c.hidden, " / heads ", c.heads,
-             " is ", c.hidden / c.heads);
-  if (!(c.dropout >= 0 && c.dropout < 1)) sg::fail("translation: dropout ", c.dropout, " is outside [0, 1)");
-  if (!(c.lr > 0) || !(c.min_lr >= 0) || c.min_lr > c.lr)
-    sg::fail("translation: learning rates lr ", c.lr, " and min_lr ", c.min_lr, " need 0 <= min_lr <= lr, 0 < lr");
 }
 
 int64_t longest_french(int64_t max_number) {
@@ -70,9 +75,9 @@ std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, 
   return make_translator(c, d.src_vocab->size(), d.tgt_vocab->size());
 }
 
-std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, int64_t src_vocab_size,
+std::unique_ptr<nn::EncoderDecoder> make_translator(const Seq2SeqConfig& c, int64_t src_vocab_size,
                                                     int64_t tgt_vocab_size) {
-  check_config(c);
+  check_seq2seq_config(c, "make_translator");
   // The encoder's and the decoder's options are two types with the same
   // fields: one list fills both.
   const auto fill = [&c](auto o, int64_t vocab_size) {
@@ -148,49 +153,71 @@ LengthScores exact_by_length(const std::vector<int64_t>& numbers, const std::vec
 
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const TranslationData& d,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode, int64_t beam) {
+  return translate(model, *d.tgt_vocab, b, search, mode, beam);
+}
+
+std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const text::Vocab& tgt_vocab,
+                                    const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode, int64_t beam,
+                                    int64_t max_len) {
   NoGradGuard no_grad;
   decoding::SearchOptions o;
-  o.bos = d.tgt_vocab->bos(), o.eos = d.tgt_vocab->eos(), o.pad = d.tgt_vocab->pad();
-  o.max_len = b.labels.size(1);
+  o.bos = tgt_vocab.bos(), o.eos = tgt_vocab.eos(), o.pad = tgt_vocab.pad();
+  o.max_len = max_len > 0 ? max_len : b.labels.size(1);
   o.beam_width = beam;
   o.mode = mode;
   const std::vector<decoding::Hypothesis> hyps = search == Search::greedy
                                                      ? decoding::greedy(model, b.src, b.src_valid_lens, o)
                                                      : decoding::beam_search(model, b.src, b.src_valid_lens, o);
   std::vector<text::Tokens> out;
-  for (const decoding::Hypothesis& h : hyps) out.push_back(d.tgt_vocab->tokens(h.tokens));
+  for (const decoding::Hypothesis& h : hyps) out.push_back(tgt_vocab.tokens(h.tokens));
   return out;
 }
 
 TranslationResult train_translation(nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                                     const Progress& progress, const std::atomic<bool>* stop) {
   check_config(c);
-  const int64_t pad = d.tgt_vocab->pad();
+  const auto held_out_exact = [&] {
+    return exact_match(translate(model, d, d.test_batch, Search::greedy, nn::DecodingMode::cached), d.test.french);
+  };
+  return train_seq2seq(model, c, d.train_batch, d.tgt_vocab->pad(), held_out_exact, false, progress, stop);
+}
+
+TranslationResult train_seq2seq(nn::EncoderDecoder& model, const Seq2SeqConfig& c, const text::Seq2SeqBatch& train,
+                                int64_t pad, const std::function<double()>& held_out_exact, bool trim,
+                                const Progress& progress, const std::atomic<bool>* stop) {
+  check_seq2seq_config(c, "train_seq2seq");
   optim::AdamW opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
   const auto schedule = optim::warmup_cosine_schedule(c.lr, std::min(c.warmup, c.steps), c.steps, c.min_lr);
   Generator order(c.seed * 7919 + 1);
   std::vector<text::Seq2SeqBatch> epoch;
   size_t next = 0;
   TranslationResult r;
-  auto held_out_exact = [&] {
+  auto evaluate = [&] {
     model.eval();
-    const double e =
-        exact_match(translate(model, d, d.test_batch, Search::greedy, nn::DecodingMode::cached), d.test.french);
+    const double e = held_out_exact();
     model.train();
     return e;
   };
   const auto start = std::chrono::steady_clock::now();
-  {  // step 0: the first batch's loss before any update, without dropout
+  {  // step 0: the loss before any update, without dropout, over the
+     // training pairs (at most 4096 of them, spread evenly over the set)
     NoGradGuard no_grad;
     model.eval();
-    const text::Seq2SeqBatch& b = d.train_batch;
+    constexpr int64_t kMost = 4096;
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < std::min(train.size(), kMost); ++i) rows.push_back(i * train.size() / std::min(train.size(), kMost));
+    const text::Seq2SeqBatch b = train.size() <= kMost ? train : text::select_rows(train, rows);
     const Tensor loss = nn::sequence_loss(model.forward(b.src, b.dec_input, b.src_valid_lens), b.labels, pad);
-    r.curve.push_back({0, loss.item<double>(), held_out_exact()});
+    r.curve.push_back({0, loss.item<double>(), evaluate()});
   }
   model.train();
   for (int64_t step = 1; step <= c.steps; ++step) {
     if (stop && stop->load()) sg::fail("translation: stopped before step ", step, " of ", c.steps);
-    if (next == epoch.size()) epoch = text::shuffled_minibatches(d.train_batch, c.batch, order), next = 0;
+    if (next == epoch.size()) {
+      epoch = text::shuffled_minibatches(train, c.batch, order), next = 0;
+      if (trim)
+        for (text::Seq2SeqBatch& b : epoch) b = text::trim_padding(b);
+    }
     const text::Seq2SeqBatch& b = epoch[next++];
     opt.zero_grad();
     const Tensor loss = nn::sequence_loss(model.forward(b.src, b.dec_input, b.src_valid_lens), b.labels, pad);
@@ -200,7 +227,7 @@ TranslationResult train_translation(nn::EncoderDecoder& model, const Translation
     opt.step();
     r.step_loss.push_back(loss.item<double>());
     if (step % c.eval_every == 0 || step == c.steps) {
-      r.curve.push_back({step, r.step_loss.back(), held_out_exact()});
+      r.curve.push_back({step, r.step_loss.back(), evaluate()});
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress)
         progress(step, c.steps, r.step_loss.back(), r.curve.back().exact, 0,

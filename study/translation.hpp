@@ -26,13 +26,9 @@
 
 namespace sg::study {
 
-struct TranslationConfig {
-  // The numbers 0..max_number. Up to 999 the split is split_numbers' (a
-  // test_fraction of them held out, all others trained on); past it,
-  // split_by_length's (per digit length, up to test_cap held out and
-  // train_cap trained on), and num_steps must hold the longest French.
-  int64_t max_number = 999;
-  int64_t test_cap = 500, train_cap = 20000;
+// The model and training settings every encoder-decoder study shares (the
+// number translation here, pronunciation in study/pronunciation.hpp).
+struct Seq2SeqConfig {
   nn::Positional positional = nn::Positional::sinusoidal;
   int64_t hidden = 64, ffn = 128, heads = 4, blocks = 2;  // blocks: of the encoder and of the decoder each
   double dropout = 0.1;
@@ -42,13 +38,26 @@ struct TranslationConfig {
   // tokens up to 999, 19 up to 999,999 (longest_french).
   int64_t num_steps = 12;
   double test_fraction = 0.2;
-  uint64_t split_seed = 0;  // which numbers are held out: the same for every training seed
+  uint64_t split_seed = 0;  // which pairs are held out: the same for every training seed
   uint64_t seed = 0;        // the model's initial weights, dropout, the batches' order
   int64_t steps = 2000, batch = 64, warmup = 100;
   double lr = 3e-3, min_lr = 1e-4, weight_decay = 0.01, clip = 1.0;
-  int64_t eval_every = 100;  // steps between greedy decodings of the held-out numbers
+  int64_t eval_every = 100;  // steps between greedy decodings of the held-out pairs
   int64_t beam = 4;          // beam width of the beam-search rows
 };
+
+struct TranslationConfig : Seq2SeqConfig {
+  // The numbers 0..max_number. Up to 999 the split is split_numbers' (a
+  // test_fraction of them held out, all others trained on); past it,
+  // split_by_length's (per digit length, up to test_cap held out and
+  // train_cap trained on), and num_steps must hold the longest French.
+  int64_t max_number = 999;
+  int64_t test_cap = 500, train_cap = 20000;
+};
+
+// Throws sg::Error, naming `study` and the setting, for a model or training
+// setting out of its bounds.
+void check_seq2seq_config(const Seq2SeqConfig& c, const char* study);
 
 // Throws sg::Error naming the setting for a value the model or data cannot take.
 void check_config(const TranslationConfig& c);
@@ -67,8 +76,8 @@ TranslationData make_translation_data(const TranslationConfig& c);
 
 // The encoder-decoder for the data's vocabularies (weights from the default generator).
 std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, const TranslationData& d);
-// The same for vocabularies of the given sizes.
-std::unique_ptr<nn::EncoderDecoder> make_translator(const TranslationConfig& c, int64_t src_vocab_size,
+// The same for vocabularies of the given sizes, for any study's settings.
+std::unique_ptr<nn::EncoderDecoder> make_translator(const Seq2SeqConfig& c, int64_t src_vocab_size,
                                                     int64_t tgt_vocab_size);
 
 enum class Search { greedy, beam };
@@ -106,6 +115,12 @@ Scores score(const std::vector<text::Tokens>& preds, const std::vector<text::Tok
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const TranslationData& d,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
                                     int64_t beam = 4);
+// The same with the target vocabulary given (any study's data), each
+// output at most max_len tokens with <eos> (0: as many as b's labels have
+// steps).
+std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const text::Vocab& tgt_vocab,
+                                    const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
+                                    int64_t beam = 4, int64_t max_len = 0);
 
 // ---- keeping a trained model (translate_numbers --save DIR, --load DIR) ----
 
@@ -162,6 +177,16 @@ struct TranslationResult {
 TranslationResult train_translation(nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                                     const Progress& progress = nullptr, const std::atomic<bool>* stop = nullptr);
 
+// The same loop for any study's pairs: `train` holds every training pair,
+// `pad` is the target vocabulary's <pad>, and held_out_exact() (called with
+// the model in eval mode, at step 0, every eval_every steps and at the end)
+// gives the curve's held-out exact match. trim: each batch is cut to its
+// longest pair (text::trim_padding), the same loss with less work when
+// most pairs are far shorter than num_steps.
+TranslationResult train_seq2seq(nn::EncoderDecoder& model, const Seq2SeqConfig& c, const text::Seq2SeqBatch& train,
+                                int64_t pad, const std::function<double()>& held_out_exact, bool trim,
+                                const Progress& progress = nullptr, const std::atomic<bool>* stop = nullptr);
+
 // One row of the table: a search and a decoding mode on the held-out numbers.
 struct DecodingRow {
   Search search;
@@ -205,6 +230,20 @@ std::string translation_curve_csv(const TranslationResult& r);
 // (rows) and head (columns).
 std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                           int64_t number, bool cross);
+
+// The axis labels and title of decoder_attention_svg.
+struct AttentionLabels {
+  std::string source;   // cross-attention's x axis ("English (source)")
+  std::string read;     // self-attention's x axis ("French read so far")
+  std::string written;  // the y axis ("French token written")
+  std::string title;
+};
+// The same figure for any study: the decoder teacher-forced on `pred` (its
+// output for the one source of `b`, whose tokens without <eos> are
+// `source`), every block (rows) and head (columns).
+std::string decoder_attention_svg(const nn::EncoderDecoder& model, const text::Seq2SeqBatch& b,
+                                  const text::Tokens& source, const text::Vocab& tgt_vocab, const text::Tokens& pred,
+                                  bool cross, const AttentionLabels& labels);
 
 // The numbers with tricky French the example translations show: 71, 80,
 // 81, 91, 200, 201, 280, 391, ..., 21,000, 80,000, 200,000 (examples_md

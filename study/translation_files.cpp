@@ -175,38 +175,50 @@ std::string translation_curve_csv(const TranslationResult& r) {
 
 std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConfig& c, const TranslationData& d,
                           int64_t number, bool cross) {
-  NoGradGuard no_grad;
   const NumberPairs p = number_pairs({number});
   const text::Seq2SeqBatch b = text::build_batch(p.english, p.french, *d.src_vocab, *d.tgt_vocab, c.num_steps);
   const text::Tokens pred = translate(model, d, b, Search::greedy, nn::DecodingMode::cached).at(0);
-  // The decoder reads <bos> and its translation, and writes the translation and <eos>.
+  const AttentionLabels labels{"English (source)", "French read so far", "French token written",
+                               std::string(cross ? "Cross-attention" : "Decoder self-attention (causal)") +
+                                   " while writing " + std::to_string(number) + " (" + written(p.english[0]) +
+                                   " -> " + written(pred) + "): blocks in rows, heads in columns"};
+  return decoder_attention_svg(model, b, p.english[0], *d.tgt_vocab, pred, cross, labels);
+}
+
+std::string decoder_attention_svg(const nn::EncoderDecoder& model, const text::Seq2SeqBatch& b,
+                                  const text::Tokens& source, const text::Vocab& tgt_vocab, const text::Tokens& pred,
+                                  bool cross, const AttentionLabels& labels) {
+  NoGradGuard no_grad;
+  if (b.size() != 1) sg::fail("decoder_attention_svg: a batch of ", b.size(), " sources, expected 1");
+  const int64_t num_steps = model.decoder->options.max_len;
+  // The decoder reads <bos> and its output, and writes the output and <eos>.
   text::Tokens in = {text::kBos}, out = pred;
   in.insert(in.end(), pred.begin(), pred.end());
   out.push_back(text::kEos);
   // An output that ran to max_len without <eos> (an untrained model): as much as the table of positions holds.
-  in.resize(std::min<size_t>(in.size(), static_cast<size_t>(c.num_steps)));
+  in.resize(std::min<size_t>(in.size(), static_cast<size_t>(num_steps)));
   out.resize(in.size());
   const int64_t T = static_cast<int64_t>(in.size());
-  const Tensor dec_input = from_vector(d.tgt_vocab->ids(in), {1, T});
+  const Tensor dec_input = from_vector(tgt_vocab.ids(in), {1, T});
   nn::DecoderAttentionWeights w;
   model.forward(b.src, dec_input, b.src_valid_lens, nullptr, &w);
   const int64_t S = b.src.size(1), src_len = b.src_valid_lens.to_vector<int64_t>()[0];
-  text::Tokens src = p.english[0];
+  text::Tokens src = source;
   src.push_back(text::kEos);
   src.resize(static_cast<size_t>(src_len));
   const std::vector<Tensor>& blocks = cross ? w.cross : w.self;
-  const int64_t K = cross ? S : T, shown = cross ? src_len : T;
+  const int64_t K = cross ? S : T, shown = cross ? src_len : T, heads = model.decoder->options.num_heads;
   std::vector<std::string> maps;
   for (size_t blk = 0; blk < blocks.size(); ++blk) {
     const std::vector<float> a = blocks[blk].to_vector<float>();  // (1, heads, T, K)
-    for (int64_t h = 0; h < c.heads; ++h) {
+    for (int64_t h = 0; h < heads; ++h) {
       std::vector<std::vector<double>> rows(static_cast<size_t>(T));
       for (int64_t q = 0; q < T; ++q)
         for (int64_t k = 0; k < shown; ++k) rows[static_cast<size_t>(q)].push_back(a[static_cast<size_t>((h * T + q) * K + k)]);
       plot::HeatmapOptions ho;
       ho.title = "block " + std::to_string(blk) + ", head " + std::to_string(h);
-      ho.xlabel = cross ? "English (source)" : "French read so far";
-      ho.ylabel = "French token written";
+      ho.xlabel = cross ? labels.source : labels.read;
+      ho.ylabel = labels.written;
       ho.colorbar_label = "attention weight";
       ho.has_range = true;
       ho.xticklabels = cross ? src : in;
@@ -215,10 +227,7 @@ std::string attention_svg(const nn::EncoderDecoder& model, const TranslationConf
       maps.push_back(plot::heatmap_svg(rows, ho));
     }
   }
-  return plot::grid_svg(maps, static_cast<int>(c.heads),
-                        std::string(cross ? "Cross-attention" : "Decoder self-attention (causal)") + " while writing " +
-                            std::to_string(number) + " (" + written(p.english[0]) + " -> " + written(pred) +
-                            "): blocks in rows, heads in columns");
+  return plot::grid_svg(maps, static_cast<int>(heads), labels.title);
 }
 
 void run_translations(std::vector<TranslationJob>& jobs, const TranslationData& d, const std::atomic<bool>* stop) {

@@ -74,6 +74,35 @@ Seq2SeqBatch select_rows(const Seq2SeqBatch& all, const std::vector<int64_t>& ro
           take_rows(all.labels, rows), take_rows(all.tgt_valid_lens, rows)};
 }
 
+namespace {
+
+// (B, T) -> (B, width): each row's first `width` columns.
+Tensor first_columns(const Tensor& t, int64_t width) {
+  const int64_t B = t.size(0), T = t.size(1);
+  const int64_t* in = t.data<int64_t>();
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(B * width));
+  for (int64_t r = 0; r < B; ++r) out.insert(out.end(), in + r * T, in + r * T + width);
+  return from_vector(out, {B, width});
+}
+
+int64_t longest(const Tensor& lens) {
+  const std::vector<int64_t> v = lens.to_vector<int64_t>();
+  return std::max<int64_t>(1, *std::max_element(v.begin(), v.end()));  // one column even when all are empty
+}
+
+}  // namespace
+
+Seq2SeqBatch trim_padding(const Seq2SeqBatch& b) {
+  if (!b.src.defined() || b.size() == 0) fail("trim_padding: an empty batch");
+  const int64_t S = longest(b.src_valid_lens), T = longest(b.tgt_valid_lens);
+  if (S > b.src.size(1) || T > b.labels.size(1))
+    fail("trim_padding: valid lengths up to ", S, " and ", T, " for a batch of ", b.src.size(1), " and ",
+         b.labels.size(1), " steps");
+  return {first_columns(b.src, S), b.src_valid_lens, first_columns(b.dec_input, T), first_columns(b.labels, T),
+          b.tgt_valid_lens};
+}
+
 std::vector<std::vector<int64_t>> shuffled_batches(int64_t count, int64_t batch_size, Generator& gen) {
   if (count < 1) fail("shuffled_batches: needs at least one example, got count ", count);
   if (batch_size < 1) fail("shuffled_batches: batch_size must be at least 1, got ", batch_size);

@@ -41,6 +41,13 @@ Seq2SeqBatch build_batch(const std::vector<Tokens>& src, const std::vector<Token
 // The rows of `all` given by `rows` (each in [0, all.size())), in that order.
 Seq2SeqBatch select_rows(const Seq2SeqBatch& all, const std::vector<int64_t>& rows);
 
+// The batch cut to its longest source and its longest target: src keeps
+// max(src_valid_lens) columns, dec_input and labels max(tgt_valid_lens).
+// Only padding goes (a row's valid steps are its first ones), so a model
+// that masks padding computes the same loss, with less work when the
+// batch's sentences are shorter than num_steps. Throws for an empty batch.
+Seq2SeqBatch trim_padding(const Seq2SeqBatch& b);
+
 // One epoch's order: a permutation of 0..count-1 drawn from gen (Fisher-Yates),
 // cut into batches of batch_size, the last one shorter when batch_size does
 // not divide count (DataLoader's drop_last=False).

@@ -95,3 +95,27 @@ TEST_CASE("shuffled minibatches cover every row once, in a seeded order", "[text
   REQUIRE_THROWS_WITH(sg::text::shuffled_batches(10, 0, g1), Contains("batch_size") && Contains("got 0"));
   REQUIRE_THROWS_WITH(sg::text::shuffled_batches(0, 2, g1), Contains("count 0"));
 }
+
+TEST_CASE("trim_padding cuts a batch to its longest source and target", "[text]") {
+  const std::vector<Tokens> src = {{"a"}, {"a", "b"}, {}};
+  const std::vector<Tokens> tgt = {{"x", "y", "z"}, {"x"}, {}};
+  const Vocab sv(src), tv(tgt);
+  const sg::text::Seq2SeqBatch b = sg::text::build_batch(src, tgt, sv, tv, 6);
+  const sg::text::Seq2SeqBatch t = sg::text::trim_padding(b);
+  CHECK(t.src.shape() == sg::Shape{3, 3});     // "a b <eos>"
+  CHECK(t.labels.shape() == sg::Shape{3, 4});  // "x y z <eos>"
+  CHECK(t.dec_input.shape() == sg::Shape{3, 4});
+  const V s = b.src.to_vector<int64_t>(), l = b.labels.to_vector<int64_t>(), d = b.dec_input.to_vector<int64_t>();
+  const V ts = t.src.to_vector<int64_t>(), tl = t.labels.to_vector<int64_t>(), td = t.dec_input.to_vector<int64_t>();
+  for (size_t r = 0; r < 3; ++r) {
+    CHECK(V(ts.begin() + r * 3, ts.begin() + r * 3 + 3) == V(s.begin() + r * 6, s.begin() + r * 6 + 3));
+    CHECK(V(tl.begin() + r * 4, tl.begin() + r * 4 + 4) == V(l.begin() + r * 6, l.begin() + r * 6 + 4));
+    CHECK(V(td.begin() + r * 4, td.begin() + r * 4 + 4) == V(d.begin() + r * 6, d.begin() + r * 6 + 4));
+    // Only padding went.
+    for (size_t c = 3; c < 6; ++c) CHECK(s[r * 6 + c] == sv.pad());
+    for (size_t c = 4; c < 6; ++c) CHECK(l[r * 6 + c] == tv.pad());
+  }
+  CHECK(t.src_valid_lens.to_vector<int64_t>() == b.src_valid_lens.to_vector<int64_t>());
+  CHECK(t.tgt_valid_lens.to_vector<int64_t>() == b.tgt_valid_lens.to_vector<int64_t>());
+  REQUIRE_THROWS_WITH(sg::text::trim_padding(sg::text::Seq2SeqBatch{}), Contains("trim_padding: an empty batch"));
+}
