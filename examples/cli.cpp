@@ -2,6 +2,7 @@
 // once: CLI11 is header-only, and its code is generated here alone rather
 // than in every example.
 #include "cli11.hpp"
+#include "study/translation.hpp"  // Seq2SeqConfig
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -128,6 +130,23 @@ void add_threads_flag(CLI::App& app, int& threads) {
   app.add_option("--threads", threads,
                  "threads; 0: automatic (the cores other programs leave free, measured as it runs)")
       ->check(whole(0, sg::kMaxThreads));
+}
+
+void seq2seq_flags(Flags& flags, sg::study::Seq2SeqConfig& c, const std::string& pairs) {
+  const double inf = std::numeric_limits<double>::infinity();
+  flags.whole("--steps", c.steps, "training steps", 1, 10000000);
+  flags.whole("--batch", c.batch, pairs + " per batch", 1, 65536);
+  flags.number("--lr", c.lr, "peak learning rate (AdamW)", 0, false, 10);
+  flags.number("--min-lr", c.min_lr, "final learning rate of the cosine decay", 0, true, 10);
+  flags.whole("--warmup", c.warmup, "warm-up steps", 0, 10000000);
+  flags.number("--dropout", c.dropout, "dropout probability", 0, true, 0.99);
+  flags.number("--weight-decay", c.weight_decay, "AdamW weight decay", 0, true, inf);
+  flags.whole("--hidden", c.hidden, "model width", 2, 4096);
+  flags.whole("--ffn", c.ffn, "width of the position-wise FFN", 1, 65536);
+  flags.whole("--heads", c.heads, "attention heads", 1, 64);
+  flags.whole("--blocks", c.blocks, "blocks of the encoder, and of the decoder", 1, 64);
+  flags.flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
+  flags.whole("--beam", c.beam, "beam width of the beam-search rows", 1, 64);
 }
 
 void apply_threads(int threads) {

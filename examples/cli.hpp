@@ -33,6 +33,10 @@ namespace CLI {
 class App;
 }
 
+namespace sg::study {
+struct Seq2SeqConfig;
+}
+
 namespace examples {
 
 // Flags that parse but do not fit together (or with a checkpoint): exit 2.
@@ -99,6 +103,13 @@ int run(Flags& flags, int argc, char** argv, const std::function<int()>& body);
 
 // --threads N sets the library's count; 0 leaves the automatic one.
 void apply_threads(int threads);
+
+// The model and training flags both encoder-decoder examples take
+// (translate_numbers, pronounce), bound to c's fields: --steps, --batch,
+// --lr, --min-lr, --warmup, --dropout, --weight-decay, --hidden, --ffn,
+// --heads, --blocks, --pre-norm, --beam. `pairs` names a batch's items in
+// --batch's help ("sentence pairs").
+void seq2seq_flags(Flags& flags, sg::study::Seq2SeqConfig& c, const std::string& pairs);
 
 // ---- outputs ----
 

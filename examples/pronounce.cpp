@@ -78,9 +78,9 @@ int run(PronunciationConfig c, const std::string& out_dir, const std::string& sa
   if (c.num_steps == 0) c.num_steps = sg::study::pronunciation_steps(d);
   const std::vector<std::string> said = say.empty() ? std::vector<std::string>{} : say_words(say, d, c.num_steps);
   const std::vector<std::string> shown = figure_words(d);
-  for (const char* f : {"settings.md", "results.md", "pronunciations.md", "curve.svg", "curve.csv", "split.tsv"})
+  for (const char* f : {"settings.md", "results.md", "words.md", "curve.svg", "curve.csv", "split.tsv"})
     out.expect(f);
-  for (const std::string& w : shown) out.expect("cross_attention_" + file_part(w) + ".svg");
+  for (const std::string& w : shown) out.expect("attention_cross_" + file_part(w) + ".svg");
   sg::manual_seed(c.seed);
   auto model = sg::study::make_translator(c, d.letters->size(), d.phones->size());
   int64_t parameters = 0;
@@ -109,11 +109,11 @@ int run(PronunciationConfig c, const std::string& out_dir, const std::string& sa
   std::string examples = sg::study::pronunciation_examples_md(*model, c, d, rows[0]);
   if (!said.empty()) examples += "\nWords asked for with --say:\n\n" + sg::study::pronunciations_md(*model, c, d, said);
   out.write("results.md", results);
-  out.write("pronunciations.md", examples);
+  out.write("words.md", examples);
   out.write("curve.svg", sg::study::translation_curve_svg(r, "Training: spelling to pronunciation (CMU dictionary)"));
   out.write("curve.csv", sg::study::translation_curve_csv(r));
   for (const std::string& w : shown)
-    out.write("cross_attention_" + file_part(w) + ".svg", sg::study::pronunciation_attention_svg(*model, c, d, w, true));
+    out.write("attention_cross_" + file_part(w) + ".svg", sg::study::pronunciation_attention_svg(*model, c, d, w, true));
   out.commit();
   const std::string report = sg::study::report::write_report(out.dir(), "pronounce: spelling to pronunciation");
   std::cout << "\ntrained " << c.steps << " steps in " << sg::study::fmt("%.1f", r.seconds) << " s\n\n"
@@ -124,7 +124,7 @@ int run(PronunciationConfig c, const std::string& out_dir, const std::string& sa
     taste.push_back(d.test_words[i * d.test_words.size() / 8]);
   std::cout << "Some test words:\n\n" << sg::study::pronunciations_md(*model, c, d, taste);
   if (!said.empty()) std::cout << "\n" << sg::study::pronunciations_md(*model, c, d, said);
-  std::cout << "\nwrote " << out.dir() << "/ (every table in pronunciations.md)\nreport: " << report << "  ("
+  std::cout << "\nwrote " << out.dir() << "/ (every table in words.md)\nreport: " << report << "  ("
             << sg::study::file_url(report) << ")\n";
   return 0;
 }
@@ -139,7 +139,6 @@ int main(int argc, char** argv) {
   std::string out = "out/pronounce", positional = "sinusoidal", say;
   int64_t seed = 0, split_seed = 0;
   int threads = 0;
-  const double inf = std::numeric_limits<double>::infinity();
   flags.text("--dict", c.dict, "the dictionary, in Festival's lexicon format (festlex-cmu's)");
   flags.folder("--out", out, "output folder");
   flags.flag("--stress", c.stress, "vowels carry their syllable's stress (aa1, ax0)");
@@ -147,20 +146,8 @@ int main(int argc, char** argv) {
   flags.number("--test-fraction", c.test_fraction, "fraction of the words held out for the test", 0, false, 0.9);
   flags.number("--dev-fraction", c.dev_fraction, "fraction of the words held out for the training curve", 0, false, 0.5);
   flags.whole("--eval-words", c.eval_words, "dev words decoded at each evaluation", 1, 10000000);
-  flags.whole("--steps", c.steps, "training steps", 1, 10000000);
-  flags.whole("--batch", c.batch, "pronunciations per batch", 1, 65536);
-  flags.number("--lr", c.lr, "peak learning rate (AdamW)", 0, false, 10);
-  flags.number("--min-lr", c.min_lr, "final learning rate of the cosine decay", 0, true, 10);
-  flags.whole("--warmup", c.warmup, "warm-up steps", 0, 10000000);
-  flags.number("--dropout", c.dropout, "dropout probability", 0, true, 0.99);
-  flags.number("--weight-decay", c.weight_decay, "AdamW weight decay", 0, true, inf);
-  flags.whole("--hidden", c.hidden, "model width", 2, 4096);
-  flags.whole("--ffn", c.ffn, "width of the position-wise FFN", 1, 65536);
-  flags.whole("--heads", c.heads, "attention heads", 1, 64);
-  flags.whole("--blocks", c.blocks, "blocks of the encoder, and of the decoder", 1, 64);
-  flags.flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
+  examples::seq2seq_flags(flags, c, "pronunciations");
   flags.choice("--positional", positional, "kind of positions", sg::nn::positional_names());
-  flags.whole("--beam", c.beam, "beam width of the beam-search row", 1, 64);
   flags.whole("--eval-every", c.eval_every, "steps between decodings of the dev words", 1, 10000000);
   flags.whole("--seed", seed, "random seed (weights, dropout, batch order)", 0, std::numeric_limits<int64_t>::max());
   flags.whole("--split-seed", split_seed, "which words are held out", 0, std::numeric_limits<int64_t>::max());

@@ -201,7 +201,6 @@ int main(int argc, char** argv) {
   int threads = 0;
   Keep keep;
   std::string load, search = "greedy";
-  const double inf = std::numeric_limits<double>::infinity();
   flags.folder("--out", out, "output folder (--compare: its results go in <out>/compare)");
   flags.choice("--positional", positional, "kind of positions (one run)", sg::nn::positional_names());
   flags.flag("--compare", do_compare, "train every kind of --positionals, --seeds seeds each, side by side");
@@ -211,19 +210,7 @@ int main(int argc, char** argv) {
               sg::study::kNumberWordsMax);
   flags.whole("--test-cap", c.test_cap, "past 999: at most this many held-out numbers per digit length", 1, 1000000);
   flags.whole("--train-cap", c.train_cap, "past 999: at most this many training numbers per digit length", 1, 1000000);
-  flags.whole("--steps", c.steps, "training steps", 1, 10000000);
-  flags.whole("--batch", c.batch, "sentence pairs per batch", 1, 65536);
-  flags.number("--lr", c.lr, "peak learning rate (AdamW)", 0, false, 10);
-  flags.number("--min-lr", c.min_lr, "final learning rate of the cosine decay", 0, true, 10);
-  flags.whole("--warmup", c.warmup, "warm-up steps", 0, 10000000);
-  flags.number("--dropout", c.dropout, "dropout probability", 0, true, 0.99);
-  flags.number("--weight-decay", c.weight_decay, "AdamW weight decay", 0, true, inf);
-  flags.whole("--hidden", c.hidden, "model width", 2, 4096);
-  flags.whole("--ffn", c.ffn, "width of the position-wise FFN", 1, 65536);
-  flags.whole("--heads", c.heads, "attention heads", 1, 64);
-  flags.whole("--blocks", c.blocks, "blocks of the encoder, and of the decoder", 1, 64);
-  flags.flag("--pre-norm", c.pre_norm, "pre-norm blocks (layer norm before attention and FFN)");
-  flags.whole("--beam", c.beam, "beam width of the beam-search rows", 1, 64);
+  examples::seq2seq_flags(flags, c, "sentence pairs");
   flags.number("--test-fraction", c.test_fraction, "fraction of the numbers held out", 0, false, 0.9);
   flags.whole("--eval-every", c.eval_every, "steps between decodings of the held-out numbers", 1, 10000000);
   flags.whole("--seed", seed, "random seed (weights, dropout, batch order)", 0, std::numeric_limits<int64_t>::max());

@@ -104,7 +104,7 @@ std::string pronunciation_results_md(const std::vector<PronunciationRow>& rows, 
 // A table of words: their set, pronunciations, greedy and beam predictions.
 std::string pronunciations_md(const nn::EncoderDecoder& model, const PronunciationConfig& c,
                               const PronunciationData& d, const std::vector<std::string>& words);
-// pronunciations.md: test words spread over the set, and test words greedy search gets wrong.
+// words.md: test words spread over the set, and test words greedy search gets wrong.
 std::string pronunciation_examples_md(const nn::EncoderDecoder& model, const PronunciationConfig& c,
                                       const PronunciationData& d, const PronunciationRow& greedy);
 // split.tsv: word, set, pronunciation (phones joined by spaces), a line per

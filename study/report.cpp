@@ -364,11 +364,11 @@ std::string build_report(const std::string& folder, const std::string& title) {
       << "<div id=\"x-title\"></div><div id=\"x-sequence-text\"></div>\n<div class=\"figures\"><div id=\"x-map\"></div>\n"
       << "<div><h3>Every head of every block</h3>\n<div id=\"x-grid\"></div>\n"
       << "<h3>This head through training</h3>\n<div id=\"x-steps\"></div></div></div>\n";
-  } else {
+  } else if (attention_svgs.empty()) {
     o << "<p class=\"note\">no attention.json in this folder</p>\n";
   }
-  if (!attention_svgs.empty()) {
-    o << "<details><summary>attention figures (" << attention_svgs.size() << ")</summary><div class=\"figures\">\n";
+  if (!attention_svgs.empty()) {  // open when they are all the attention there is
+    o << "<details" << (has_attention ? "" : " open") << "><summary>attention figures (" << attention_svgs.size() << ")</summary><div class=\"figures\">\n";
     for (const std::string& n : attention_svgs) o << figure(n);
     o << "</div></details>\n";
   }

@@ -49,6 +49,7 @@ while IFS= read -r line; do
     *train_encoder*--load* | *train_encoder*--report* | *--help*) ;;
     *train_encoder*) cmd="$cmd --steps 20 --eval-every 10" ;;
     *translate_numbers*) cmd="$cmd --steps 20 --eval-every 10" ;;
+    *pronounce*) cmd="$cmd --max-words 2000 --steps 20 --eval-every 10 --eval-words 20 --hidden 32 --ffn 64 --blocks 1 --warmup 5" ;;
     *train_gpt*) cmd="$cmd --max-iters 20 --warmup-iters 5 --eval-interval 10 --eval-iters 2 --sample-tokens 20" ;;
     *sample_gpt*) cmd="$cmd --max-new-tokens 20" ;;
   esac
