@@ -209,6 +209,11 @@ TEST_CASE("10.1 causal self-attention with fused q k v equals long double loops 
         const auto xv = randoms({B, T, C}, ++seed);
         Tensor weights;
         const Tensor y = a.forward(tensor(xv, {B, T, C}, dt), nullptr, &weights);
+        {
+          INFO("the weights given to the caller are detached (recording on, the parameters require grad)");
+          REQUIRE(y.requires_grad());
+          REQUIRE_FALSE(weights.requires_grad());
+        }
         Vec want, want_w;
         for (int64_t b = 0; b < B; ++b) {
           Vec w;
@@ -440,6 +445,33 @@ TEST_CASE("10.7 in training mode the attention and residual dropouts drop where 
         want.insert(want.end(), yb.begin(), yb.end());
       }
       check<double>(y, {B, T, C}, want);
+    }
+  }
+}
+
+TEST_CASE("10.8 the attention layer is differentiable: gradcheck of its input and every parameter in float64", "[a10][a10.8]") {
+  // c_attn's one weight gets the gradients of q, k and v together (its
+  // thirds are views); with and without bias, with ALiBi.
+  uint64_t seed = 10800;
+  for (const bool bias : {false, true}) {
+    for (const sg::nn::Positional pos : {sg::nn::Positional::learned, sg::nn::Positional::alibi}) {
+      sg::nn::GPTOptions o = small(bias, true);
+      o.positional = pos;
+      sg::nn::CausalSelfAttention a(o);
+      a.to(sg::float64);
+      randomize(a, seed += 50, 0.5);
+      a.eval();
+      const Tensor x = tensor(randoms({2, 4, o.n_embd}, ++seed), {2, 4, o.n_embd}, sg::float64).set_requires_grad();
+      std::vector<Tensor> leaves = {x};
+      std::vector<std::string> labels = {"x"};
+      for (const auto& [name, p] : a.named_parameters()) leaves.push_back(p), labels.push_back(name);
+      sg::GradcheckOptions opt;
+      opt.name = std::string("CausalSelfAttention") + (bias ? " with bias" : " without bias") +
+                 (pos == sg::nn::Positional::alibi ? " ALiBi" : "");
+      const sg::GradcheckResult r = sg::gradcheck_leaves([&] { return a.forward(x); }, leaves, labels, opt);
+      INFO(r.report());
+      REQUIRE(r);
+      REQUIRE(r.checked > 0);
     }
   }
 }
