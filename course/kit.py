@@ -754,6 +754,11 @@ def cmd_self_check(args):
         say(f"student tree ({label}): builds; hidden tests fail exactly for assignments {handed}, "
             f"each with its own stub's message")
         if args.public_build:
+            # The public suite runs on the whole student tree's library (every
+            # handed-out stub in it), not on the last assignment's spliced one.
+            prepare_scratch(grade_scratch, tree)
+            if build_targets(grade_scratch / "build", ["smallgrad"], log, args.jobs) != 0:
+                raise KitError(f"student tree with assignments {handed}: its library does not build (see {log})")
             check_public_suite(handed, grade_scratch, args)
     if 0 in chosen and 1 in chosen:
         check_charged_where_held(base, grade_scratch, args)
