@@ -11,7 +11,10 @@ in its own files by comment lines:
     // END ASSIGNMENT 3
 
 `make` replaces each region by a stub that throws sg::Error naming the
-assignment and the function; everything else is copied as it is.
+assignment and the function; everything else is copied as it is. `grade`
+runs each assignment's hidden tests on the student's code of that
+assignment and the reference's code of the other regions (`spliced`), so a
+mistake costs points only in the assignment whose region holds it.
 """
 import argparse
 import json
