@@ -12,6 +12,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/tools/gradcheck.hpp"
+#include "autograd/tools/gradgradcheck.hpp"
 #include "core/kernels.hpp"
 #include "core/tensor.hpp"
 #include "test_util.hpp"
@@ -74,6 +75,34 @@ constexpr double abs_tol() { return std::is_same_v<T, float> ? 2e-6 : 1e-13; }
 inline void gradcheck(const std::string& name, const std::function<Tensor(const Inputs&)>& fn, const Inputs& in,
                       sg::GradcheckOptions o = {}) {
   test_util::check_gradient(name, fn, in, o);
+}
+
+// The create_graph form of fn's backward (the branch it takes with
+// recording on): sg::grad with create_graph gives every input's gradient a
+// history (recorded in the inputs and in g, which requires grad), and
+// sg::gradgradcheck finds its derivatives, in the inputs and in g, equal to
+// central differences of the first-order form (recording off). A backward
+// whose create_graph form computes with the kernels (no history) or differs
+// from its first-order form fails. Float64.
+inline void check_create_graph_form(const std::string& name, const std::function<Tensor(const Inputs&)>& fn,
+                                    const Inputs& values, uint64_t seed) {
+  INFO(name << ": the create_graph form of its backward");
+  Inputs in;
+  for (const Tensor& v : values) in.push_back(sg::kernel::to(v, sg::float64).set_requires_grad());
+  const Tensor out = fn(in);
+  const Tensor g = tensor(randoms(out.shape(), seed), out.shape(), sg::float64).set_requires_grad();
+  const sg::Grads first = sg::grad(out, in, g, sg::BackwardOptions{false, true});
+  for (size_t i = 0; i < in.size(); ++i) {
+    INFO("the gradient of input " << i << " must have a history: recorded in the inputs and in g");
+    REQUIRE(first[i].defined());
+    REQUIRE(first[i].requires_grad());
+  }
+  sg::GradcheckOptions o;
+  o.name = name;
+  const sg::GradcheckResult r = sg::gradgradcheck(fn, in, o);
+  INFO(r.report());
+  REQUIRE(r);
+  REQUIRE(r.checked > 0);
 }
 
 // An input changed in place between the forward and backward(): for each

@@ -11,7 +11,10 @@ in its own files by comment lines:
     // END ASSIGNMENT 3
 
 `make` replaces each region by a stub that throws sg::Error naming the
-assignment and the function; everything else is copied as it is.
+assignment and the function; everything else is copied as it is. `grade`
+runs each assignment's hidden tests on the student's code of that
+assignment and the reference's code of the other regions (`spliced`), so a
+mistake costs points only in the assignment whose region holds it.
 """
 import argparse
 import json
@@ -339,12 +342,51 @@ def run(cmd, log, env=None, cwd=None, timeout=None):
                               timeout=timeout).returncode
 
 
-def prepare_scratch(scratch, library_root):
+def spliced(text, reference, path, own):
+    """A student's library file with the code of every marked region of an
+    assignment other than `own` replaced by the reference's code of that
+    region (`own` None: the file as it is). The student tree keeps the
+    markers of the handed-out assignments; the others are the reference's
+    code already. A region is matched to the reference's by its number and
+    marker text (the k-th of equal ones to the k-th)."""
+    lines = text.split("\n")
+    found = regions(lines, path)
+    if own is None or all(number == own for _, _, number, _, _ in found):
+        return text
+    if reference is None:
+        raise KitError(f"{path}: marks regions of assignments, but the reference has no such file")
+    ref_lines = reference.split("\n")
+    ref = {}
+    for begin, end, number, what, _ in regions(ref_lines, path):
+        ref.setdefault((number, what), []).append(ref_lines[begin + 1:end])
+    out, pos, used = [], 0, {}
+    for begin, end, number, what, _ in found:
+        out.extend(lines[pos:begin + 1])
+        if number == own:
+            out.extend(lines[begin + 1:end])
+        else:
+            k = used[(number, what)] = used.get((number, what), -1) + 1
+            bodies = ref.get((number, what), [])
+            if k >= len(bodies):
+                raise KitError(f"{path}:{begin + 1}: the marker 'BEGIN ASSIGNMENT {number}: {what}' is not the "
+                               "reference's: a region's marker lines must stay as handed out")
+            out.extend(bodies[k])
+        out.append(lines[end])
+        pos = end + 1
+    out.extend(lines[pos:])
+    return "\n".join(out)
+
+
+def prepare_scratch(scratch, library_root, own=None):
     """scratch/src: the library's sources from library_root (the student's tree
     or the reference), with the kit's own CMakeLists.txt and test helpers;
-    scratch/src/kit: the kit's grading project and hidden tests. Files whose
+    scratch/src/kit: the kit's grading project and hidden tests. With `own`
+    an assignment number, the student's code of the other assignments'
+    regions is replaced by the reference's (spliced): the library that
+    grades assignment `own` holds the student's code for it alone, so a
+    mistake is charged to the assignment whose region holds it. Files whose
     content is unchanged keep their time stamps, so a rebuild compiles only
-    what differs from the last grade in this scratch folder."""
+    what differs from the last build in this scratch folder."""
     src = scratch / "src"
     wanted = {}
     for d in LIBRARY_DIRS:
@@ -356,6 +398,14 @@ def prepare_scratch(scratch, library_root):
     if not (library_root / "smallgrad.hpp").is_file():
         raise KitError(f"{library_root} has no smallgrad.hpp: not a smallgrad tree")
     wanted["smallgrad.hpp"] = library_root / "smallgrad.hpp"
+    contents = {}
+    if own is not None:
+        for rel, p in wanted.items():
+            if p.suffix in (".cpp", ".hpp"):
+                text = p.read_text(errors="replace")
+                if "BEGIN ASSIGNMENT" in text:
+                    ref = ROOT / rel
+                    contents[rel] = spliced(text, ref.read_text() if ref.is_file() else None, rel, own).encode()
     # Never the student's: the build of the library and everything the tests use.
     wanted["CMakeLists.txt"] = ROOT / "CMakeLists.txt"
     wanted["tests/test_util.hpp"] = ROOT / "tests" / "test_util.hpp"
@@ -372,7 +422,7 @@ def prepare_scratch(scratch, library_root):
                 p.unlink()
     for rel, p in wanted.items():
         dst = src / rel
-        data = p.read_bytes()
+        data = contents[rel] if rel in contents else p.read_bytes()
         if dst.is_file() and dst.read_bytes() == data:
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -459,17 +509,26 @@ def run_test(binary, name, timeout, env):
 
 
 def grade_tree(tree, chosen, scratch, timeout, jobs, log):
-    """{number: (folder, [(name, passed, message)], build_error)}"""
-    prepare_scratch(scratch, tree)
-    build = configure(scratch, log)
+    """{number: (folder, [(name, passed, message)], build_error)}: each
+    assignment's hidden tests run against a library that holds the tree's
+    code in that assignment's regions and the reference's in the others'
+    (prepare_scratch's `own`), so a mistake costs points only in the
+    assignment whose region holds it."""
     results = {}
     known = assignments()
-    lib_ok = build_targets(build, ["smallgrad"], log, jobs) == 0
     env = dict(os.environ)
+    build = None
     for n in chosen:
         folder = known[n]
-        if not lib_ok:
-            results[n] = (folder, [], f"the library did not build: see {log}")
+        try:
+            prepare_scratch(scratch, tree, own=n)
+        except KitError as e:  # a region's marker lines changed: its code cannot be told apart
+            results[n] = (folder, [], str(e))
+            continue
+        if build is None:
+            build = configure(scratch, log)
+        if build_targets(build, ["smallgrad"], log, jobs) != 0:
+            results[n] = (folder, [], f"the library did not build with this assignment's code: see {log}")
             continue
         if build_targets(build, [f"hidden_{n:02d}"], log, jobs) != 0:
             results[n] = (folder, [], f"the hidden tests did not build against this library: see {log}")
@@ -680,9 +739,11 @@ def cmd_self_check(args):
             if err:
                 problems.append(f"assignment {n}: {err}")
             for name, ok, msg in tests:
-                if n in handed and (ok or "not written yet" not in msg):
+                # Its own stub's message: the other assignments' regions are
+                # the reference's when it is graded (grade_tree).
+                if n in handed and (ok or f"assignment {n} not written yet" not in msg):
                     problems.append(f"assignment {n} handed out, but '{name}' "
-                                    + ("passes" if ok else f"fails without a stub message: {msg}"))
+                                    + ("passes" if ok else f"fails without its stub message: {msg}"))
                 if n not in handed and not ok:
                     problems.append(f"assignment {n} not handed out, but '{name}' fails: {msg}")
         # The stubs compile without warnings (the library's own flags,
@@ -694,10 +755,42 @@ def cmd_self_check(args):
                 say("  " + p)
             raise KitError(f"student tree with assignments {handed}: {len(problems)} problems")
         say(f"student tree ({label}): builds; hidden tests fail exactly for assignments {handed}, "
-            f"each with its stub message")
+            f"each with its own stub's message")
         if args.public_build:
+            # The public suite runs on the whole student tree's library (every
+            # handed-out stub in it), not on the last assignment's spliced one.
+            prepare_scratch(grade_scratch, tree)
+            if build_targets(grade_scratch / "build", ["smallgrad"], log, args.jobs) != 0:
+                raise KitError(f"student tree with assignments {handed}: its library does not build (see {log})")
             check_public_suite(handed, grade_scratch, args)
+    if 0 in chosen and 1 in chosen:
+        check_charged_where_held(base, grade_scratch, args)
     say(f"self-check passed in {time.time() - start:.0f} s")
+
+
+def check_charged_where_held(base, scratch, args, bug_name="overwrite.bug"):
+    """A student tree handing out 0 and 1, both written as the reference
+    but for one planted engine bug (a tensor used twice keeps only its last
+    gradient, which assignment 1's test of `(a * b) * a` would see through
+    the engine): only assignment 0 loses points."""
+    known = assignments()
+    tree = base / "student-engine-bug"
+    cmd_make(argparse.Namespace(out=str(tree), assignments="0,1"))
+    for rel in tracked_files(ROOT):
+        if rel.startswith(LIBRARY_DIRS) and rel.endswith((".cpp", ".hpp")) and (tree / rel).is_file():
+            (tree / rel).write_text((ROOT / rel).read_text())  # the student wrote the reference's code
+    _, _, why = apply_bug(tree, known[0] / "bugs" / bug_name, 0)
+    results = grade_tree(tree, [0, 1], scratch, args.timeout, args.jobs, base / "grade-engine-bug.log")
+    failed = {n: [name for name, ok, _ in tests if not ok] for n, (_, tests, _) in results.items()}
+    errors = [f"assignment {n}: {err}" for n, (_, _, err) in results.items() if err]
+    if errors or not failed[0] or failed[1]:
+        for e in errors:
+            say("  " + e)
+        raise KitError(f"a tree whose only mistake is the engine's ({bug_name}: {why}) fails {len(failed[0])} "
+                       f"hidden tests of assignment 0 and {len(failed[1])} of assignment 1 ({', '.join(failed[1])}): "
+                       "it must lose points in assignment 0 alone")
+    say(f"student tree with an engine bug ({bug_name}): fails {len(failed[0])} hidden tests of assignment 0, "
+        "none of assignment 1")
 
 
 def check_public_suite(handed, scratch, args):

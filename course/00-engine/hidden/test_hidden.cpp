@@ -622,6 +622,43 @@ void released_nodes_hold_nothing(uint64_t seed, bool saving) {
   REQUIRE(sg::Node::live_count() == start);
 }
 
+// a * b whose backward, with recording on (a create_graph pass), is made of
+// times_twice itself, so its gradient can be differentiated again, as the
+// library's own ops are.
+Tensor times_twice(const Tensor& a, const Tensor& b) {
+  return sg::record("times_twice", kernel::mul(a, b), {a, b}, [a, b](const Tensor& g) -> Grads {
+    if (sg::grad_enabled())
+      return {a.requires_grad() ? times_twice(g, b) : Tensor(), b.requires_grad() ? times_twice(g, a) : Tensor()};
+    return {a.requires_grad() ? kernel::mul(g, b) : Tensor(), b.requires_grad() ? kernel::mul(g, a) : Tensor()};
+  });
+}
+
+// y = (c x)^2 elementwise, h = c x a node read by both inputs of y's op:
+// with create_graph, h's two gradients are summed with their histories
+// (the engine's add), so first = dy/dx G = 2 c^2 x G and its gradient for
+// the cotangent W, 2 c^2 G W, are right; a sum that keeps one part's
+// history only gives half of the second derivative.
+template <class T>
+void second_derivative_through_a_node_read_twice(uint64_t seed) {
+  const Shape s{5};
+  const auto xv = randoms(s, seed), cv = randoms(s, seed + 1), gv = randoms(s, seed + 2), wv = randoms(s, seed + 3);
+  const Tensor x = constant<T>(xv, s).set_requires_grad(), c = constant<T>(cv, s);
+  const Tensor h = times_twice(c, x);
+  const Tensor y = times_twice(h, h);
+  const Tensor first = sg::grad(y, {x}, constant<T>(gv, s), sg::BackwardOptions{false, true})[0];
+  std::vector<long double> want1, want2;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const long double c2 = static_cast<long double>(cv[i]) * cv[i];
+    want1.push_back(2 * c2 * xv[i] * gv[i]);
+    want2.push_back(2 * c2 * gv[i] * wv[i]);
+  }
+  check<T>(first, s, want1, "the create_graph gradient of (c x)^2");
+  INFO("the create_graph gradient must have a history: the sum of h's two gradients recorded");
+  REQUIRE(first.requires_grad());
+  const Tensor second = sg::grad(first, {x}, constant<T>(wv, s))[0];
+  check<T>(second, s, want2, "its derivative in x (the second derivative of (c x)^2)");
+}
+
 }  // namespace
 
 TEST_CASE("0.12 a released node frees its closure and saved tensors: the nodes and buffers they held die with the pass",
@@ -630,4 +667,10 @@ TEST_CASE("0.12 a released node frees its closure and saved tensors: the nodes a
     released_nodes_hold_nothing<float>(1201, saving);
     released_nodes_hold_nothing<double>(1203, saving);
   }
+}
+
+TEST_CASE("0.13 with create_graph a node read twice sums its gradients with their histories: second derivatives right",
+          "[a0][a0.13]") {
+  second_derivative_through_a_node_read_twice<double>(1301);
+  second_derivative_through_a_node_read_twice<float>(1305);
 }

@@ -7,6 +7,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops/arithmetic.hpp"
+#include "autograd/ops/reduce.hpp"
 #include "autograd/ops/shape.hpp"
 #include "autograd/tools/gradcheck.hpp"
 #include "core/kernels.hpp"
@@ -209,4 +210,38 @@ TEST_CASE("1.10 div's gradients stay finite and right where b squared underflows
     div_at_small_b<double>(1100, create_graph);
     div_at_small_b<float>(1110, create_graph);
   }
+}
+
+TEST_CASE("1.11 with recording on add mul and div's backward is recorded: their gradients differentiate again in the inputs and g",
+          "[a1][a1.11]") {
+  // The create_graph form (recording on, as sg::grad with create_graph and
+  // hvp run it) for every broadcast pair; the other tests run the
+  // first-order form (recording off).
+  uint64_t seed = 1120;
+  for (const auto& [sa, sb] : kPairs) {
+    if (count(sa) == 0 || count(sb) == 0) continue;
+    const Tensor a = test_util::normal(sa, ++seed), b = test_util::normal(sb, ++seed);
+    const Tensor bpos = sg::kernel::affine(sg::kernel::abs(b), 1.0, 0.5);
+    const std::string shapes = test_util::shape_str(sa) + " and " + test_util::shape_str(sb);
+    check_create_graph_form("add " + shapes, [](const Inputs& in) { return sg::add(in[0], in[1]); }, {a, b}, ++seed);
+    check_create_graph_form("mul " + shapes, [](const Inputs& in) { return sg::mul(in[0], in[1]); }, {a, b}, ++seed);
+    check_create_graph_form("div " + shapes, [](const Inputs& in) { return sg::div(in[0], in[1]); }, {a, bpos}, ++seed);
+  }
+}
+
+TEST_CASE("1.12 div's create_graph backward refuses a numerator changed in place since the forward naming it",
+          "[a1][a1.12]") {
+  // The create_graph form reads a again (for -g a / b^2), which div does not
+  // save: changed in place after the forward it would give the gradient of
+  // values the forward never saw, so it must throw the engine's version error.
+  const Shape sa{3, 4}, sb{4};
+  std::vector<double> bv = randoms(sb, 1202);
+  for (auto& v : bv) v += v >= 0 ? 1.5 : -1.5;
+  const Tensor leaf = tensor(randoms(sa, 1201), sa, sg::float64).set_requires_grad();
+  const Tensor b = tensor(bv, sb, sg::float64).set_requires_grad();
+  Tensor a = sg::mul(leaf, tensor(randoms(sa, 1203), sa, sg::float64));  // a node, changed in place below
+  const Tensor loss = sg::sum(sg::mul(sg::div(a, b), tensor(randoms(sa, 1204), sa, sg::float64)));
+  sg::kernel::add_(a, sg::ones(sa, sg::float64));
+  REQUIRE_THROWS_WITH(sg::grad(loss, {leaf, b}, Tensor(), sg::BackwardOptions{false, true}),
+                      Contains("'div'") && Contains("its numerator") && Contains("in-place"));
 }

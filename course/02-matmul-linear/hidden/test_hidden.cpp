@@ -211,3 +211,27 @@ TEST_CASE("2.7 an input changed in place between forward and backward gives the 
   check_inplace_change("linear without bias", [](const Inputs& in) { return sg::linear(in[0], in[1]); },
                        {randoms(sx, 284), randoms(sw, 285)}, {sx, sw}, 286);
 }
+
+TEST_CASE("2.8 with recording on matmul and linear's backward is recorded: their gradients differentiate again in the inputs and g",
+          "[a2][a2.8]") {
+  // The create_graph form (recording on) for every transpose flag and batch
+  // broadcast, and linear with and without bias; the other tests run the
+  // first-order form (recording off).
+  uint64_t seed = 800;
+  for (const Case& c : kCases) {
+    if (count(c.a) == 0) continue;
+    const std::string name = "matmul " + test_util::shape_str(c.a) + (c.ta ? "^T x " : " x ") +
+                             test_util::shape_str(c.b) + (c.tb ? "^T" : "");
+    check_create_graph_form(name, [c](const Inputs& in) { return sg::matmul(in[0], in[1], c.ta, c.tb); },
+                            {test_util::normal(c.a, ++seed), test_util::normal(c.b, ++seed)}, ++seed);
+  }
+  for (const auto& [sx, out] : std::vector<std::pair<Shape, int64_t>>{{{5, 4}, 3}, {{2, 3, 4}, 6}, {{4}, 2}}) {
+    const int64_t in = sx.back();
+    const Tensor x = test_util::normal(sx, ++seed), w = test_util::normal({out, in}, ++seed),
+                 b = test_util::normal({out}, ++seed);
+    check_create_graph_form("linear " + test_util::shape_str(sx),
+                            [](const Inputs& t) { return sg::linear(t[0], t[1], t[2]); }, {x, w, b}, ++seed);
+    check_create_graph_form("linear no bias " + test_util::shape_str(sx),
+                            [](const Inputs& t) { return sg::linear(t[0], t[1]); }, {x, w}, ++seed);
+  }
+}

@@ -374,12 +374,14 @@ struct Expected {
   std::vector<int64_t> tokens;
   bool ended = false;
   double log_prob = 0;
+  std::vector<double> token_log_probs;             // each step's chosen token's
+  std::vector<std::vector<double>> step_log_probs;  // each step's whole row
 };
 
 // Greedy search on the loops, one source at a time: the whole prefix run
 // again at every step, the first of the largest log-probabilities taken.
 Expected naive_greedy(const sg::nn::EncoderDecoder& model, const Tensor& src, const Tensor& lens, int64_t b,
-                      int64_t bos, int64_t eos, int64_t max_len) {
+                      int64_t bos, int64_t eos, int64_t max_len, bool stop_at_eos = true) {
   const TransformerDecoder& dec = *model.decoder;
   const int64_t S = src.shape()[1], H = dec.options.num_hiddens, V = dec.options.vocab_size;
   std::vector<double> enc;
@@ -404,7 +406,11 @@ Expected naive_greedy(const sg::nn::EncoderDecoder& model, const Tensor& src, co
     for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<LD>(row[v]));
     for (int64_t v = 0; v < V; ++v) total += std::exp(static_cast<LD>(row[v]) - mx);
     e.log_prob += static_cast<double>(static_cast<LD>(row[best]) - mx - std::log(total));
-    if (best == eos) {
+    e.token_log_probs.push_back(static_cast<double>(static_cast<LD>(row[best]) - mx - std::log(total)));
+    e.step_log_probs.emplace_back();
+    for (int64_t v = 0; v < V; ++v)
+      e.step_log_probs.back().push_back(static_cast<double>(static_cast<LD>(row[v]) - mx - std::log(total)));
+    if (best == eos && stop_at_eos) {
       e.ended = true;
       break;
     }
@@ -600,5 +606,44 @@ TEST_CASE("8.9 greedy takes the first of tied tokens and stops at max_len", "[a8
     REQUIRE(want[0].tokens[0] == twin);  // the first of the tie
     const sg::decoding::SearchOptions o{.bos = bos, .eos = vocab - 1, .pad = pad, .max_len = max_len};
     check_greedy(sg::decoding::greedy(*model, kSource, kSourceLens, o), want);
+  }
+}
+
+TEST_CASE("8.10 greedy keeps each token's log-probability and on request each step's distribution and with stop_at_eos off eos is a token",
+          "[a8][a8.10]") {
+  const int64_t vocab = 10, bos = 1, pad = 0, max_len = 6;
+  auto model = seq2seq(886, vocab);
+  // The eos: the first token source 0 emits, so that it ends that source at
+  // once with stop_at_eos and is a token of its output without.
+  const int64_t eos = naive_greedy(*model, kSource, kSourceLens, 0, bos, -1, max_len).tokens.at(0);
+  auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * (1 + std::fabs(b)); };
+  for (const bool stop : {true, false}) {
+    for (const bool keep : {true, false}) {
+      INFO((stop ? "stop_at_eos" : "stop_at_eos off") << (keep ? ", keep_step_log_probs" : ""));
+      std::vector<Expected> want;
+      for (int64_t b = 0; b < 4; ++b) want.push_back(naive_greedy(*model, kSource, kSourceLens, b, bos, eos, max_len, stop));
+      REQUIRE(want[0].ended == stop);
+      const sg::decoding::SearchOptions o{.bos = bos, .eos = eos, .pad = pad, .max_len = max_len, .stop_at_eos = stop,
+                                          .keep_step_log_probs = keep};
+      const auto got = sg::decoding::greedy(*model, kSource, kSourceLens, o);
+      check_greedy(got, want);
+      for (size_t b = 0; b < want.size(); ++b) {
+        INFO("source " << b);
+        const Expected& w = want[b];
+        REQUIRE(got[b].token_log_probs.size() == w.token_log_probs.size());
+        for (size_t t = 0; t < w.token_log_probs.size(); ++t) CHECK(close(got[b].token_log_probs[t], w.token_log_probs[t]));
+        if (!keep) {
+          CHECK(got[b].step_log_probs.empty());
+          continue;
+        }
+        REQUIRE(got[b].step_log_probs.size() == w.step_log_probs.size());
+        for (size_t t = 0; t < w.step_log_probs.size(); ++t) {
+          INFO("step " << t);
+          REQUIRE(got[b].step_log_probs[t].size() == static_cast<size_t>(vocab));
+          for (int64_t v = 0; v < vocab; ++v)
+            CHECK(close(got[b].step_log_probs[t][static_cast<size_t>(v)], w.step_log_probs[t][static_cast<size_t>(v)]));
+        }
+      }
+    }
   }
 }

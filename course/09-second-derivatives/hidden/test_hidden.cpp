@@ -102,14 +102,18 @@ Second softmax_second(const std::vector<double>& x, const std::vector<double>& g
 template <class T>
 void check_second(const std::string& name, const Op& op, const Shape& shape, uint64_t seed,
                   const std::function<Second(const std::vector<double>&, const std::vector<double>&,
-                                             const std::vector<double>&)>& naive) {
+                                             const std::vector<double>&)>& naive,
+                  double shift = 0) {
   const bool f32 = std::is_same_v<T, float>;
-  INFO(name << " " << test_util::shape_str(shape) << (f32 ? " float32" : " float64"));
+  INFO(name << " " << test_util::shape_str(shape) << (f32 ? " float32" : " float64")
+            << (shift != 0 ? " at x around " + std::to_string(shift) : std::string()));
   auto rounded = [](std::vector<double> v) {
     for (auto& e : v) e = static_cast<double>(static_cast<T>(e));
     return v;
   };
-  const auto xv = rounded(randoms(shape, seed, 1.5)), gv = rounded(randoms(shape, seed + 1)),
+  std::vector<double> x0 = randoms(shape, seed, 1.5);
+  for (auto& e : x0) e += shift;
+  const auto xv = rounded(x0), gv = rounded(randoms(shape, seed + 1)),
              wv = rounded(randoms(shape, seed + 2));
   const Second want = naive(xv, gv, wv);
   const sg::DType dt = sg::dtype_of<T>;
@@ -365,5 +369,21 @@ TEST_CASE("9.10 hvp turns recording on for itself: the same result under NoGradG
     }
     REQUIRE(hv.size() == 1);
     test_util::check_values<double>(hv[0], {2, 3}, want, 1e-11, 1e-13);
+  }
+}
+
+TEST_CASE("9.11 softmax's create_graph backward at scores past exp's range in float64 and float32", "[a9][a9.11]") {
+  // Rows around +-1000 in float64 and +100 and -120 in float32, where exp
+  // overflows to inf or underflows to 0 and a softmax written as exp(x) /
+  // sum exp(x) is inf / inf or 0 / 0; shifted rows have the softmax, and
+  // the derivatives, of the unshifted ones.
+  uint64_t seed = 1190;
+  for (const Shape& shape : {Shape{4, 7}, Shape{2, 3, 5}}) {
+    const size_t n = static_cast<size_t>(shape.back());
+    auto naive = [n](const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& w) {
+      return softmax_second(x, g, w, n);
+    };
+    for (const double shift : {1000.0, -1000.0}) check_second<double>("softmax", softmax_op, shape, ++seed * 3, naive, shift);
+    for (const double shift : {100.0, -120.0}) check_second<float>("softmax", softmax_op, shape, ++seed * 3, naive, shift);
   }
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,10 @@ Vec layer_norm(const Vec& x, int64_t n, int64_t C, const sg::nn::LayerNorm& l) {
 }
 
 // One sequence x (T, C) through causal self-attention -> (T, C); weights (H, T, T) when asked.
-Vec attention(const Vec& x, int64_t T, const sg::nn::CausalSelfAttention& a, Vec* weights = nullptr) {
+// In training mode, attn_mask (H, T, T) multiplies the weights and
+// resid_mask (T, C) the output: a Dropout's masks (0 or 1 / (1 - p)).
+Vec attention(const Vec& x, int64_t T, const sg::nn::CausalSelfAttention& a, Vec* weights = nullptr,
+              const double* attn_mask = nullptr, const double* resid_mask = nullptr) {
   const int64_t C = a.n_embd, H = a.n_head, d = C / H;
   const Vec W = vals(a.c_attn->weight);
   const Vec bv = a.c_attn->bias.defined() ? vals(a.c_attn->bias) : Vec();
@@ -105,12 +109,16 @@ Vec attention(const Vec& x, int64_t T, const sg::nn::CausalSelfAttention& a, Vec
       for (int64_t j = 0; j <= i; ++j) {
         const LD p = s[static_cast<size_t>(j)] / total;
         if (weights) (*weights)[static_cast<size_t>((h * T + i) * T + j)] = p;
-        for (int64_t e = 0; e < d; ++e) heads[static_cast<size_t>(i * C + h * d + e)] += p * v[static_cast<size_t>(j * C + h * d + e)];
+        const LD kept = attn_mask ? p * attn_mask[(h * T + i) * T + j] : p;
+        for (int64_t e = 0; e < d; ++e) heads[static_cast<size_t>(i * C + h * d + e)] += kept * v[static_cast<size_t>(j * C + h * d + e)];
       }
     }
   const Vec P = vals(a.c_proj->weight);
   const Vec pb = a.c_proj->bias.defined() ? vals(a.c_proj->bias) : Vec();
-  return lin(heads, T, C, P, a.c_proj->bias.defined() ? &pb : nullptr, C);
+  Vec y = lin(heads, T, C, P, a.c_proj->bias.defined() ? &pb : nullptr, C);
+  if (resid_mask)
+    for (size_t i = 0; i < y.size(); ++i) y[i] *= resid_mask[i];
+  return y;
 }
 
 Vec add(Vec a, const Vec& b) {
@@ -201,6 +209,11 @@ TEST_CASE("10.1 causal self-attention with fused q k v equals long double loops 
         const auto xv = randoms({B, T, C}, ++seed);
         Tensor weights;
         const Tensor y = a.forward(tensor(xv, {B, T, C}, dt), nullptr, &weights);
+        {
+          INFO("the weights given to the caller are detached (recording on, the parameters require grad)");
+          REQUIRE(y.requires_grad());
+          REQUIRE_FALSE(weights.requires_grad());
+        }
         Vec want, want_w;
         for (int64_t b = 0; b < B; ++b) {
           Vec w;
@@ -392,4 +405,73 @@ TEST_CASE("10.6 a short training run on a repeating text brings the loss down as
   REQUIRE(std::isfinite(last));
   REQUIRE(first > 1.3);
   REQUIRE(last < 0.2);
+}
+
+TEST_CASE("10.7 in training mode the attention and residual dropouts drop where their seeded masks say and none in eval mode",
+          "[a10][a10.7]") {
+  // Each Dropout gets a generator of its own seed; one forward calls each
+  // once, so a fresh Dropout of the same p and seed over ones of the same
+  // shape replays its mask.
+  uint64_t seed = 10700;
+  for (const sg::nn::Positional pos : {sg::nn::Positional::learned, sg::nn::Positional::alibi}) {
+    INFO((pos == sg::nn::Positional::alibi ? "ALiBi" : "learned positions"));
+    sg::nn::GPTOptions o = small(true, true);
+    o.positional = pos;
+    o.dropout = 0.3;
+    sg::nn::CausalSelfAttention a(o);
+    a.to(sg::float64);
+    randomize(a, seed += 50, 0.5);
+    const int64_t B = 2, T = 5, C = o.n_embd, H = o.n_head;
+    auto seeded = [&](sg::nn::Dropout& d, const Shape& shape) {
+      d.generator = std::make_shared<sg::Generator>(++seed);
+      sg::nn::Dropout same(d.p);
+      same.generator = std::make_shared<sg::Generator>(seed);
+      const std::vector<double> m = same.forward(sg::ones(shape, sg::float64)).to_vector<double>();
+      REQUIRE(std::count(m.begin(), m.end(), 0.0) > 0);
+      return m;
+    };
+    const std::vector<double> attn_mask = seeded(*a.attn_dropout, {B * H, T, T});
+    const std::vector<double> resid_mask = seeded(*a.resid_dropout, {B, T, C});
+    const auto xv = randoms({B, T, C}, ++seed);
+    for (const bool training : {true, false}) {
+      INFO((training ? "training mode" : "eval mode"));
+      if (training) a.train(); else a.eval();
+      const Tensor y = a.forward(tensor(xv, {B, T, C}, sg::float64));
+      Vec want;
+      for (int64_t b = 0; b < B; ++b) {
+        const Vec x(xv.begin() + b * T * C, xv.begin() + (b + 1) * T * C);
+        const Vec yb = attention(x, T, a, nullptr, training ? attn_mask.data() + b * H * T * T : nullptr,
+                                 training ? resid_mask.data() + b * T * C : nullptr);
+        want.insert(want.end(), yb.begin(), yb.end());
+      }
+      check<double>(y, {B, T, C}, want);
+    }
+  }
+}
+
+TEST_CASE("10.8 the attention layer is differentiable: gradcheck of its input and every parameter in float64", "[a10][a10.8]") {
+  // c_attn's one weight gets the gradients of q, k and v together (its
+  // thirds are views); with and without bias, with ALiBi.
+  uint64_t seed = 10800;
+  for (const bool bias : {false, true}) {
+    for (const sg::nn::Positional pos : {sg::nn::Positional::learned, sg::nn::Positional::alibi}) {
+      sg::nn::GPTOptions o = small(bias, true);
+      o.positional = pos;
+      sg::nn::CausalSelfAttention a(o);
+      a.to(sg::float64);
+      randomize(a, seed += 50, 0.5);
+      a.eval();
+      const Tensor x = tensor(randoms({2, 4, o.n_embd}, ++seed), {2, 4, o.n_embd}, sg::float64).set_requires_grad();
+      std::vector<Tensor> leaves = {x};
+      std::vector<std::string> labels = {"x"};
+      for (const auto& [name, p] : a.named_parameters()) leaves.push_back(p), labels.push_back(name);
+      sg::GradcheckOptions opt;
+      opt.name = std::string("CausalSelfAttention") + (bias ? " with bias" : " without bias") +
+                 (pos == sg::nn::Positional::alibi ? " ALiBi" : "");
+      const sg::GradcheckResult r = sg::gradcheck_leaves([&] { return a.forward(x); }, leaves, labels, opt);
+      INFO(r.report());
+      REQUIRE(r);
+      REQUIRE(r.checked > 0);
+    }
+  }
 }
