@@ -14,8 +14,11 @@
 #             assignments' tests (scripts/course.sh self-check; needs release)
 # END INSTRUCTOR ONLY
 #   asan      the whole suite under AddressSanitizer, UBSan and LeakSanitizer
-#   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3)
-#   sse42     the whole suite built for an SSE4.2 CPU without AVX (-march=x86-64-v2)
+#   avx2      the whole suite built for an AVX2 + FMA CPU (-march=x86-64-v3), but
+#             the tests of what no vector width changes (the README's commands,
+#             the install, the pages in a browser, the documents' tables, the
+#             examples' bad invocations: CMakePresets.json's filter), run by release
+#   sse42     the same for an SSE4.2 CPU without AVX (-march=x86-64-v2)
 #   tsan      the thread-safety tests under ThreadSanitizer
 #   fuzz      the checkpoint reader fuzzed for 60 s (scripts/fuzz.sh)
 #   aarch64   cross-built for ARM64 (NEON), a subset under qemu-user: every
