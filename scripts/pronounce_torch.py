@@ -87,7 +87,7 @@ def lr_at(step, a):
 
 
 @torch.no_grad()
-def greedy(model, words, sv, tv, steps):
+def greedy(model, words, sv, tv, tv_tokens, steps):
     """Every token at its own position: the decoder reads the whole prefix at
     each step with its causal mask (training mode's, with dropout off)."""
     model.train()
@@ -157,7 +157,6 @@ def main():
     pairs = [(list(w), p) for w in train_words for p in prons[w]]
     steps = max(max(len(w) for w in prons), max(len(p) for ps in prons.values() for p in ps)) + 1
     sv, _ = vocab([s for s, _ in pairs])
-    global tv_tokens
     tv, tv_tokens = vocab([t for _, t in pairs])
     model = make_seq2seq({"src_vocab": len(sv), "tgt_vocab": len(tv), "num_hiddens": a.hidden,
                           "ffn_num_hiddens": a.ffn, "num_heads": a.heads, "num_blocks": a.blocks,
@@ -195,7 +194,7 @@ def main():
             print(f"step {step + 1}/{a.steps}  loss {loss.item():.4f}  {time.time() - start:.0f} s", flush=True)
     seconds = time.time() - start
     start = time.time()
-    preds = greedy(model, [list(w) for w in test_words], sv, tv, steps)
+    preds = greedy(model, [list(w) for w in test_words], sv, tv, tv_tokens, steps)
     decode_seconds = time.time() - start
     wer, per = scores(preds, [prons[w] for w in test_words])
     print(f"\ntrained {a.steps} steps in {seconds:.1f} s\n")

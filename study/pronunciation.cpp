@@ -192,8 +192,10 @@ TranslationResult train_pronunciation(nn::EncoderDecoder& model, const Pronuncia
   check_config(c);
   Seq2SeqConfig s = c;
   s.num_steps = steps_of(c, d);
-  const std::vector<std::string> dev(d.dev_words.begin(),
-                                     d.dev_words.begin() + std::min<int64_t>(c.eval_words, d.dev_words.size()));
+  // eval_words of the dev words, spread evenly over them (they are sorted: the first ones would all start with a).
+  const size_t n = std::min(static_cast<size_t>(c.eval_words), d.dev_words.size());
+  std::vector<std::string> dev;
+  for (size_t i = 0; i < n; ++i) dev.push_back(d.dev_words[i * d.dev_words.size() / n]);
   const auto dev_exact = [&] { return 1 - score_words(d, dev, pronounce(model, c, d, dev, Search::greedy)).wer; };
   return train_seq2seq(model, s, d.train_batch, d.phones->pad(), dev_exact, true, progress, stop);
 }
@@ -291,15 +293,14 @@ std::string pronunciations_md(const nn::EncoderDecoder& model, const Pronunciati
   for (size_t i = 0; i < words.size(); ++i) {
     const auto it = d.pronunciations.find(words[i]);
     std::string refs = "(not in the dictionary)", set = "-";
-    auto cell = [&](const text::Tokens& pred) { return joined(pred); };
     if (it != d.pronunciations.end()) {
       refs.clear();
       for (const text::Tokens& r : it->second) refs += (refs.empty() ? "" : " / ") + joined(r);
       set = word_set_name(word_set(words[i], c.split_seed, c.test_fraction, c.dev_fraction));
     }
-    auto mark = [&](const text::Tokens& pred) {
-      if (it == d.pronunciations.end()) return cell(pred);
-      return cell(pred) + (std::find(it->second.begin(), it->second.end(), pred) == it->second.end() ? " ✗" : "");
+    auto mark = [&](const text::Tokens& pred) {  // ✗: none of the dictionary's pronunciations
+      const bool known = it != d.pronunciations.end();
+      return joined(pred) + (known && std::find(it->second.begin(), it->second.end(), pred) == it->second.end() ? " ✗" : "");
     };
     o << "| " << words[i] << " | " << set << " | " << refs << " | " << mark(greedy[i]) << " | " << mark(beam[i])
       << " |\n";

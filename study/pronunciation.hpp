@@ -79,8 +79,8 @@ PronunciationScores score_words(const PronunciationData& d, const std::vector<st
                                 const std::vector<text::Tokens>& preds);
 
 // Trains as train_seq2seq does, batches trimmed to their longest word; the
-// curve's exact match is 1 - WER of greedy decoding on the first
-// c.eval_words dev words.
+// curve's exact match is 1 - WER of greedy decoding on c.eval_words dev
+// words spread over the dev set.
 TranslationResult train_pronunciation(nn::EncoderDecoder& model, const PronunciationConfig& c,
                                       const PronunciationData& d, const Progress& progress = nullptr,
                                       const std::atomic<bool>* stop = nullptr);
