@@ -165,7 +165,7 @@ def main():
         if hasattr(m, "P"):
             m.P = m.P[:, :max(steps, 32)]
     parameters = sum(p.numel() for p in model.parameters())
-    where = f"{a.threads} threads" if a.device == "cpu" else a.device
+    where = (f"{a.threads} thread" + ("s" if a.threads != 1 else "")) if a.device == "cpu" else a.device
     print(f"PyTorch {torch.__version__}, {where}, seed {a.seed}; {len(train_words)} training words ({len(pairs)} "
           f"pronunciations), {len(test_words)} test words; {a.blocks}+{a.blocks} blocks, width {a.hidden}, "
           f"FFN {a.ffn}, {a.heads} heads, {parameters} parameters; {a.steps} steps x {a.batch}", flush=True)
