@@ -212,7 +212,7 @@ TranslationResult train_seq2seq(nn::EncoderDecoder& model, const Seq2SeqConfig& 
   }
   model.train();
   for (int64_t step = 1; step <= c.steps; ++step) {
-    if (stop && stop->load()) sg::fail("translation: stopped before step ", step, " of ", c.steps);
+    if (stop && stop->load()) sg::fail("train_seq2seq: stopped before step ", step, " of ", c.steps);
     if (next == epoch.size()) {
       epoch = text::shuffled_minibatches(train, c.batch, order), next = 0;
       if (trim)
