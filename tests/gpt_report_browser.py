@@ -11,12 +11,11 @@ show the picked block and head alone, or whose map is not causal (every
 cell above the diagonal the colour of weight 0, the first query's own cell
 the colour of weight 1). Saves a screenshot of the page.
 """
-import base64
 import os
 import shutil
 import sys
 
-from report_browser import browser, errors_in, fail, open_page, run
+from report_browser import browser, errors_in, fail, open_page, page_screenshot, run
 
 
 def main():
@@ -76,10 +75,7 @@ def main():
         errs = errors_in(dt.events)
         if errs:
             fail("using the explorer: " + "; ".join(errs))
-        h = dt.eval("Math.ceil(document.documentElement.scrollHeight)")
-        dt.call("Emulation.setDeviceMetricsOverride", width=1200, height=min(h, 16000), deviceScaleFactor=1, mobile=False)
-        png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
-        open(os.path.join(work, "report.png"), "wb").write(base64.b64decode(png))
+        page_screenshot(dt, os.path.join(work, "report.png"), 1200)
     print("gpt_report_in_browser: passed", flush=True)
 
 

@@ -11,13 +11,12 @@ missing, or cross-attention figures that are not shown open under
 written (the greedy pronunciation and <eos>) and whose columns are the
 word's letters and <eos>. Saves a screenshot of the page.
 """
-import base64
 import os
 import re
 import shutil
 import sys
 
-from report_browser import browser, errors_in, fail, open_page
+from report_browser import browser, errors_in, fail, open_page, page_screenshot
 
 
 def main():
@@ -59,10 +58,7 @@ def main():
         errs = errors_in(dt.events)
         if errs:
             fail("; ".join(errs))
-        h = dt.eval("Math.ceil(document.documentElement.scrollHeight)")
-        dt.call("Emulation.setDeviceMetricsOverride", width=1200, height=min(h, 16000), deviceScaleFactor=1, mobile=False)
-        png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
-        open(os.path.join(work, "report.png"), "wb").write(base64.b64decode(png))
+        page_screenshot(dt, os.path.join(work, "report.png"), 1200)
     print("pronounce_report_in_browser: passed", flush=True)
 
 

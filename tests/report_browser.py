@@ -174,6 +174,14 @@ def open_page(dt, path, name):
         fail(name + ": " + "; ".join(errs))
 
 
+def page_screenshot(dt, path, width):
+    """The whole page (up to 16,000 pixels high), `width` wide, as a PNG at path."""
+    h = dt.eval("Math.ceil(document.documentElement.scrollHeight)")
+    dt.call("Emulation.setDeviceMetricsOverride", width=width, height=min(h, 16000), deviceScaleFactor=1, mobile=False)
+    png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+    open(path, "wb").write(base64.b64decode(png))
+
+
 def check_report(dt, folder, shots, name):
     open_page(dt, os.path.join(folder, "report.html"), name)
 
@@ -262,10 +270,7 @@ def check_report(dt, folder, shots, name):
         fail(name + " (using the explorer): " + "; ".join(errs))
 
     # Screenshots: the whole page, and the explorer.
-    h = dt.eval("Math.ceil(document.documentElement.scrollHeight)")
-    dt.call("Emulation.setDeviceMetricsOverride", width=1300, height=min(h, 16000), deviceScaleFactor=1, mobile=False)
-    png = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
-    open(os.path.join(shots, name + "_page.png"), "wb").write(base64.b64decode(png))
+    page_screenshot(dt, os.path.join(shots, name + "_page.png"), 1300)
     box = dt.eval("(() => { const a = document.getElementById('attention').getBoundingClientRect();"
                   " const g = Math.max(document.getElementById('x-steps').getBoundingClientRect().bottom,"
                   "                    document.getElementById('x-map').getBoundingClientRect().bottom);"
