@@ -149,6 +149,15 @@ void seq2seq_flags(Flags& flags, sg::study::Seq2SeqConfig& c, const std::string&
   flags.whole("--beam", c.beam, "beam width of the beam-search rows", 1, 64);
 }
 
+std::function<void(int64_t, int64_t, double, double, double, double)> seq2seq_progress(const std::string& score) {
+  const bool tty = isatty(2);
+  return [tty, score](int64_t step, int64_t steps, double loss, double exact, double, double left) {
+    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %s %.3f  %.0f s left%s", tty ? "\r" : "",
+                 static_cast<long long>(step), static_cast<long long>(steps), loss, score.c_str(), exact, left,
+                 tty && step < steps ? "   " : "\n");
+  };
+}
+
 void apply_threads(int threads) {
   if (threads > 0) sg::set_num_threads(threads);
 }

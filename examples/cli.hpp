@@ -111,6 +111,12 @@ void apply_threads(int threads);
 // --batch's help ("sentence pairs").
 void seq2seq_flags(Flags& flags, sg::study::Seq2SeqConfig& c, const std::string& pairs);
 
+// The encoder-decoder examples' training line on stderr, "step 300/2000
+// loss 0.4213  <score> 0.512  41 s left": rewritten in place on a
+// terminal, a line per report otherwise. `score` names the held-out score
+// ("held-out exact match").
+std::function<void(int64_t, int64_t, double, double, double, double)> seq2seq_progress(const std::string& score);
+
 // ---- outputs ----
 
 // The files of one run, staged in their folder under temporary names and

@@ -14,10 +14,7 @@
 // The same split, as split.tsv in the output folder, is what
 // scripts/pronounce_torch.py trains PyTorch's model on, for the side by
 // side comparison. The study is in study/pronunciation.hpp.
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -91,12 +88,8 @@ int run(PronunciationConfig c, const std::string& out_dir, const std::string& sa
             << d.test_words.size() << " held out for the test, " << d.dev_words.size()
             << " for the curve; encoder-decoder " << c.blocks << "+" << c.blocks << " blocks, width " << c.hidden
             << ", " << parameters << " parameters" << std::endl;
-  const bool tty = isatty(2);
-  auto progress = [tty](int64_t step, int64_t steps, double loss, double exact, double, double left) {
-    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  dev words right %.3f  %.0f s left%s", tty ? "\r" : "",
-                 static_cast<long long>(step), static_cast<long long>(steps), loss, exact, left,
-                 tty && step < steps ? "   " : "\n");
-  };
+  const auto progress = examples::seq2seq_progress("dev words right");
+
   const sg::study::TranslationResult r = sg::study::train_pronunciation(*model, c, d, progress, &examples::g_stop);
   const std::vector<sg::study::PronunciationRow> rows = sg::study::evaluate_pronunciation(*model, c, d);
   // The training words' scores, on as many as there are test words (at most), spread over them.

@@ -21,10 +21,7 @@
 // The study is in study/translation.hpp; this program reads the flags,
 // calls it and writes its outputs (staged: a failed or interrupted run
 // leaves the output folder as it found it).
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -101,12 +98,8 @@ int run_one(const TranslationConfig& c, const std::string& out_dir, const Keep& 
   std::cout << "training " << d.train.numbers.size() << " numbers, " << d.test.numbers.size()
             << " held out; encoder-decoder " << c.blocks << "+" << c.blocks << " blocks, width " << c.hidden << ", "
             << sg::nn::positional_name(c.positional) << " positions, " << parameters << " parameters" << std::endl;
-  const bool tty = isatty(2);
-  auto progress = [tty](int64_t step, int64_t steps, double loss, double exact, double, double left) {
-    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  held-out exact match %.3f  %.0f s left%s", tty ? "\r" : "",
-                 static_cast<long long>(step), static_cast<long long>(steps), loss, exact, left,
-                 tty && step < steps ? "   " : "\n");
-  };
+  const auto progress = examples::seq2seq_progress("held-out exact match");
+
   const sg::study::TranslationResult r = sg::study::train_translation(*model, c, d, progress, &examples::g_stop);
   const std::vector<sg::study::DecodingRow> rows = sg::study::evaluate_decodings(*model, c, d);
   const double train_exact =
