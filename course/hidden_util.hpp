@@ -77,6 +77,17 @@ inline void gradcheck(const std::string& name, const std::function<Tensor(const 
   test_util::check_gradient(name, fn, in, o);
 }
 
+// sg::gradgradcheck of fn at `in` (float64, requiring grad): fn's second
+// derivatives equal to central differences of its first ones.
+inline void check_gradgrad(const std::string& name, const sg::GradcheckFn& fn, const Inputs& in) {
+  sg::GradcheckOptions o;
+  o.name = name;
+  const sg::GradcheckResult r = sg::gradgradcheck(fn, in, o);
+  INFO(r.report());
+  REQUIRE(r);
+  REQUIRE(r.checked > 0);
+}
+
 // The create_graph form of fn's backward (the branch it takes with
 // recording on): sg::grad with create_graph gives every input's gradient a
 // history (recorded in the inputs and in g, which requires grad), and
@@ -97,12 +108,7 @@ inline void check_create_graph_form(const std::string& name, const std::function
     REQUIRE(first[i].defined());
     REQUIRE(first[i].requires_grad());
   }
-  sg::GradcheckOptions o;
-  o.name = name;
-  const sg::GradcheckResult r = sg::gradgradcheck(fn, in, o);
-  INFO(r.report());
-  REQUIRE(r);
-  REQUIRE(r.checked > 0);
+  check_gradgrad(name, fn, in);
 }
 
 // An input changed in place between the forward and backward(): for each

@@ -138,15 +138,6 @@ void check_second(const std::string& name, const Op& op, const Shape& shape, uin
   test_util::check_values<T>(d[1], shape, want.dg, rel, abs);
 }
 
-void check_gradgrad(const std::string& name, const sg::GradcheckFn& fn, const Inputs& in) {
-  sg::GradcheckOptions o;
-  o.name = name;
-  const sg::GradcheckResult r = sg::gradgradcheck(fn, in, o);
-  INFO(r.report());
-  REQUIRE(r);
-  REQUIRE(r.checked > 0);
-}
-
 // x, a non-leaf, changed in place after op(x): the create_graph backward
 // must refuse (its composed form reads x), naming the op.
 void check_in_place(const std::string& name, const Op& op, const Shape& shape) {
