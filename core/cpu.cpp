@@ -203,6 +203,12 @@ std::vector<std::string> build_cpu_features() { return listed(true); }
 
 std::vector<std::string> missing_cpu_features() { return listed(false); }
 
+// Set by CMakeLists.txt on this file alone, from the compiler's own answer.
+#ifndef SMALLGRAD_BUILD_TARGET
+#define SMALLGRAD_BUILD_TARGET "unknown"
+#endif
+std::string build_target() { return SMALLGRAD_BUILD_TARGET; }
+
 namespace detail {
 
 std::string cpu_mismatch_message(const std::vector<std::string>& missing) {

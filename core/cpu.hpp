@@ -23,6 +23,14 @@ namespace sg {
 // baseline x86-64 build and on other architectures.
 std::vector<std::string> build_cpu_features();
 
+// The CPU target the library was compiled for, as the compiler resolved
+// its flags: "-march=znver3 -mtune=znver3" for -march=native on a Zen 3,
+// "-march=x86-64-v3 -mtune=generic" for the avx2 preset's x86-64-v3
+// ("unknown" when the compiler would not say). Two builds with the same
+// vectors but another -march or -mtune may round some sums otherwise:
+// the study's tables are checked in per build (tests/check_study_table.cmake).
+std::string build_target();
+
 // Those of build_cpu_features() this CPU lacks. Always empty in a running
 // program: the check at load ends the process before main otherwise.
 std::vector<std::string> missing_cpu_features();

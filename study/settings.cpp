@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/cpu.hpp"
 #include "core/kernels/gemm_tile.hpp"
 #include "core/runtime.hpp"
 
@@ -121,9 +122,11 @@ std::string settings_md(const Config& c, const std::vector<std::pair<std::string
     << c.weight_decay << " |\n| --clip | " << c.clip << " |\n| --dropout | " << c.dropout << " |\n| --pre-norm | "
     << (c.pre_norm ? "yes" : "no") << " |\n| causal mask | " << (c.causal ? "yes" : "no") << " |\n| --eval-every | " << c.eval_every << " |\n| attention recorded at steps | ";
   for (size_t i = 0; i < c.record_attention_at.size(); ++i) o << (i ? ", " : "") << c.record_attention_at[i];
-  // The vector width changes the order of some float sums, and so the last
-  // digits of the results: the build that made them is part of the settings.
-  o << " |\n| threads | " << sg::num_threads() << " |\n| built for | " << sg::kernel::tile::target() << " |\n";
+  // The vector width (and the compiler's target) changes the order of some
+  // float sums, and so the last digits of the results: the build that made
+  // them is part of the settings, "AVX2+FMA: ... (-march=znver3 -mtune=znver3)".
+  o << " |\n| threads | " << sg::num_threads() << " |\n| built for | " << sg::kernel::tile::target() << " ("
+    << sg::build_target() << ") |\n";
   return o.str();
 }
 
