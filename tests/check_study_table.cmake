@@ -48,9 +48,9 @@ if(NOT DEFINED FILE)
   set(FILE results.md)
 endif()
 
-# The rows of a table file, the seconds column cut from results.md's. Read
-# whole and split at newlines: read as a CMake list, rows holding "[" would
-# be joined.
+# The rows of the run's table file, the seconds column cut from results.md's
+# (the checked-in copies have none). Read whole and split at newlines: read
+# as a CMake list, rows holding "[" would be joined.
 function(read_table path out)
   file(READ ${path} text)
   string(REGEX REPLACE "\n$" "" text "${text}")
@@ -99,7 +99,7 @@ if(NOT EXISTS ${copy})
   message(FATAL_ERROR "no table checked in for this build's vectors '${target}' (${copy}); make it with "
                       "-DUPDATE=1 (tests/CMakeLists.txt, example_compare_table)")
 endif()
-read_table(${copy} want)
+file(READ ${copy} want)
 if(table STREQUAL want)
   if(build IN_LIST listed)
     message("${FILE} is the table checked in for '${target}' (${copy}), build ${build}")

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -44,6 +45,24 @@ TEST_CASE("the CPU runs every extension the library was built for", "[cpu]") {
 #else
   REQUIRE(built.empty());  // nothing is checked on other architectures
 #endif
+}
+
+// The compiler's own name for the build's target, which the study's settings
+// print and its checked-in tables are found by. The cpu-* test presets run
+// this program against a library built for another CPU (LD_LIBRARY_PATH)
+// and say which in SMALLGRAD_EXPECT_TARGET: this is where a library found
+// elsewhere (the release build's own) would show.
+TEST_CASE("the library names the CPU target it was compiled for", "[cpu]") {
+  const std::string target = sg::build_target();
+  INFO("build_target: " << target);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)  // (g++ for ARM may name no -mtune)
+  REQUIRE(target.rfind("-march=", 0) == 0);
+  REQUIRE(target.find(" -mtune=") != std::string::npos);
+#endif
+  if (const char* expected = std::getenv("SMALLGRAD_EXPECT_TARGET")) {
+    INFO("SMALLGRAD_EXPECT_TARGET: " << expected);
+    REQUIRE(target.rfind(std::string(expected) + " ", 0) == 0);
+  }
 }
 
 TEST_CASE("a CPU lacking the build's extensions gets a message naming them and the fix", "[cpu]") {
