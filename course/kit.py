@@ -17,13 +17,16 @@ assignment and the reference's code of the other regions (`spliced`), so a
 mistake costs points only in the assignment whose region holds it.
 """
 import argparse
+import concurrent.futures
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -439,6 +442,12 @@ def configure(scratch, log):
     cmd = ["cmake", "-S", scratch / "src" / "kit", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
            f"-DSMALLGRAD_SOURCE={scratch / 'src'}"]
     if shutil.which("ccache"):
+        # Its cache beside the scratch trees (a fresh clone starts with none,
+        # and `rm -rf build` empties it), paths hashed relative to them: the
+        # trees of check-tests' workers share their objects.
+        base = default_scratch("")
+        os.environ.setdefault("CCACHE_DIR", str(base / "ccache"))
+        os.environ.setdefault("CCACHE_BASEDIR", str(base))
         cmd.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
     if run(cmd, log) != 0:
         raise KitError(f"configuring the grading build failed: see {log}")
@@ -672,20 +681,37 @@ def cmd_check_tests(args, known=None):
         raise KitError("the reference (the library itself) must pass every hidden test")
     say(f"reference passes all {sum(len(t) for _, t, _ in results.values())} hidden tests "
         f"({time.time() - start:.0f} s)")
-    build, src = scratch / "build", scratch / "src"
-    scores, all_caught = {}, True
-    for n in chosen:
-        bugs = sorted((known[n] / "bugs").glob("*.bug"))
-        if len(bugs) < 5:
-            say(f"assignment {n}: only {len(bugs)} planted bugs (at least 5 wanted)")
-            all_caught = False
-        caught = 0
-        for bug in bugs:
+    # The planted bugs are tried `jobs` at a time, each worker in a scratch
+    # tree of its own (a copy of the reference's, built once: with ccache,
+    # from the first tree's objects), compiling with one job: a bug
+    # recompiles one file, relinks and runs one test program, one core's
+    # work, so two workers keep two cores busy where one left the second
+    # idle (docs/course.md, "Self-check's time").
+    trees = [(scratch / "build", scratch / "src", log)]
+    for w in range(1, max(1, min(args.jobs, sum(len(list((known[n] / "bugs").glob("*.bug"))) for n in chosen)))):
+        extra = default_scratch(f"reference-{w + 1}")
+        extra.mkdir(parents=True, exist_ok=True)
+        extra_log = extra / "build.log"
+        extra_log.write_text("")
+        prepare_scratch(extra, ROOT)
+        extra_build = configure(extra, extra_log)
+        if build_targets(extra_build, [f"hidden_{n:02d}" for n in chosen], extra_log, args.jobs) != 0:
+            raise KitError(f"the reference did not build in a second scratch tree: see {extra_log}")
+        trees.append((extra_build, extra / "src", extra_log))
+    free = queue.Queue()
+    for tree in trees:
+        free.put(tree)
+    printing = threading.Lock()
+
+    def try_bug(n, bug):
+        """(caught?, its line): one planted bug in a free scratch tree."""
+        build, src, tree_log = free.get()
+        try:
             t0 = time.time()
             target, original, why = apply_bug(src, bug, n)
             try:
-                if build_targets(build, [f"hidden_{n:02d}"], log, args.jobs) != 0:
-                    raise KitError(f"{bug}: the mutant does not compile (see {log}); a planted bug must build")
+                if build_targets(build, [f"hidden_{n:02d}"], tree_log, 1) != 0:
+                    raise KitError(f"{bug}: the mutant does not compile (see {tree_log}); a planted bug must build")
                 binary = hidden_exe(build, n)
                 try:
                     r = subprocess.run([str(binary), "-r", "compact", "--abort"], capture_output=True, text=True,
@@ -696,13 +722,31 @@ def cmd_check_tests(args, known=None):
                     hit, first = True, f"timed out after {args.timeout} s"
             finally:
                 target.write_text(original)
-            caught += hit
-            say(f"  {n}  {'caught ' if hit else 'MISSED '} {bug.name:<40} {time.time() - t0:5.1f} s  {why}"
-                + (f"\n        {first[:200]}" if hit and args.verbose else ""))
-        scores[n] = (caught, len(bugs))
-        all_caught &= caught == len(bugs)
-    # Rebuild the reference so the scratch tree is left as it was.
-    build_targets(build, [f"hidden_{n:02d}" for n in chosen], log, args.jobs)
+            line = (f"  {n}  {'caught ' if hit else 'MISSED '} {bug.name:<40} {time.time() - t0:5.1f} s  {why}"
+                    + (f"\n        {first[:200]}" if hit and args.verbose else ""))
+            with printing:
+                say(line)
+            return hit
+        finally:
+            free.put((build, src, tree_log))
+
+    scores, all_caught = {}, True
+    work = []
+    for n in chosen:
+        bugs = sorted((known[n] / "bugs").glob("*.bug"))
+        if len(bugs) < 5:
+            say(f"assignment {n}: only {len(bugs)} planted bugs (at least 5 wanted)")
+            all_caught = False
+        work += [(n, bug) for bug in bugs]
+        scores[n] = [0, len(bugs)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        for (n, _), hit in zip(work, pool.map(lambda nb: try_bug(*nb), work)):
+            scores[n][0] += hit
+    for n, (c, t) in scores.items():
+        all_caught &= c == t
+    # Rebuild the reference so the scratch trees are left as they were.
+    for build, _, tree_log in trees:
+        build_targets(build, [f"hidden_{n:02d}" for n in chosen], tree_log, args.jobs)
     say("mutation score per assignment:")
     for n, (c, t) in scores.items():
         say(f"  {n:2d} {known[n].name:<28} {c}/{t} = {100 * c / max(t, 1):.0f}%")

@@ -22,8 +22,8 @@ build=$preset
 # bible-kjv is train_gpt's default corpus (the King James Bible, as
 # `bible Gen1:1-Rev22:21` prints it); festlex-cmu holds pronounce's
 # dictionary (the CMU pronouncing dictionary, in Festival's format). ccache
-# lets the course kit's grading builds compile a file once per content
-# (course/kit.py: its cache lives under build/course).
+# lets the course kit's grading builds compile a file once per content (its
+# cache lives under build/course).
 packages=(cmake g++ make libblis-dev libblis4-openmp catch2 libcli11-dev nlohmann-json3-dev
           clang libclang-rt-14-dev chromium python3 libopenmpi-dev openmpi-bin bible-kjv festlex-cmu
           ccache)
