@@ -448,7 +448,7 @@ TEST_CASE("a checkpoint written here reads in Python with identical values", "[c
   }
 }
 
-TEST_CASE("a file without checksums loads unchecked; one with half of them is refused", "[checkpoint][checksum]") {
+TEST_CASE("a file without checksums loads unchecked, one with half of them is refused", "[checkpoint][checksum]") {
   TempDir dir;
   // PyTorch's writer, through tests/fixtures/make_checkpoint_fixture.py: no checksums.
   const checkpoint::SafetensorsFile torch =

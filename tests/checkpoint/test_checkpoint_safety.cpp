@@ -329,10 +329,19 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
   const std::string path = dir.file("edited.safetensors");
   Run saved(1);
   checkpoint::save(path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
-  const std::string bytes = read_bytes(path);
+  const std::string checksummed = read_bytes(path);
   uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes.data(), 8);
+  std::memcpy(&header_size, checksummed.data(), 8);
+  // The checks behind the checksums, on the file as a writer without
+  // checksums (PyTorch's) would leave it: the two checksum entries, last in
+  // the metadata, blanked out with spaces (whitespace between JSON tokens).
+  std::string bytes = checksummed;
+  const size_t from = bytes.find(R"(,"checksum":"crc32c")"), to = bytes.find(R"(}"})", from);
+  REQUIRE((from < 8 + header_size && to < 8 + header_size));
+  bytes.replace(from, to + 2 - from, std::string(to + 2 - from, ' '));
   const std::string header = bytes.substr(8, header_size);
+  write_bytes(path, bytes);
+  REQUIRE_FALSE(checkpoint::load_safetensors(path).checksummed);
 
   // Each edit replaces one piece of the JSON by another of the same length,
   // so the file stays valid JSON with the same header length.
@@ -371,6 +380,21 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
     INFO("message: " << message);
     CHECK(message.find(path) != std::string::npos);
     for (const std::string& fragment : e.expect) CHECK(message.find(fragment) != std::string::npos);
+    CHECK(run.unchanged());
+
+    // With the checksums in place, the same edit is refused too: by the
+    // format's checks, which come first, or by the checksums.
+    std::string edited = checksummed;
+    edited.replace(8 + checksummed.substr(8, header_size).find(e.from), e.from.size(), e.to);
+    write_bytes(path, edited);
+    message.clear();
+    try {
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
+    } catch (const Error& err) {
+      message = err.what();
+    }
+    INFO("with checksums: " << message);
+    CHECK(message.find(path) != std::string::npos);
     CHECK(run.unchanged());
   }
 }
@@ -501,8 +525,10 @@ TEST_CASE("one flipped bit anywhere in a saved file is refused, naming the tenso
   Run run(2);
   for (const auto& [name, t] : intact.tensors) {
     if (t.nbytes() == 0) continue;
-    const size_t pos = bytes.find(std::string(static_cast<const char*>(t.raw_data()), t.nbytes()), 8 + header_size);
+    const std::string blob(static_cast<const char*>(t.raw_data()), t.nbytes());
+    const size_t pos = bytes.find(blob, 8 + header_size);
     REQUIRE(pos != std::string::npos);
+    if (bytes.find(blob, pos + 1) != std::string::npos) continue;  // the same bytes twice (step counts): not located
     std::string bad = bytes;
     bad[pos + t.nbytes() / 2] ^= 0x10;
     write_bytes(path, bad);
