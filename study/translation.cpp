@@ -240,10 +240,11 @@ TranslationResult train_seq2seq(nn::EncoderDecoder& model, const Seq2SeqConfig& 
 }
 
 std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, const TranslationConfig& c,
-                                            const TranslationData& d) {
+                                            const TranslationData& d, const std::atomic<bool>* stop) {
   std::vector<DecodingRow> rows;
   for (Search s : {Search::greedy, Search::beam})
     for (nn::DecodingMode m : {nn::DecodingMode::cached, nn::DecodingMode::d2l}) {
+      if (stop && stop->load()) sg::fail("evaluate_decodings: stopped after ", rows.size(), " of 4 decodings");
       DecodingRow row{s, m, {}, {}, 0};
       const auto start = std::chrono::steady_clock::now();
       row.preds = translate(model, d, d.test_batch, s, m, c.beam);

@@ -195,9 +195,10 @@ struct DecodingRow {
   Scores scores;
   double seconds = 0;
 };
-// Greedy and beam search, each cached and in d2l's mode.
+// Greedy and beam search, each cached and in d2l's mode. A set `stop` ends
+// it between them (throws).
 std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, const TranslationConfig& c,
-                                            const TranslationData& d);
+                                            const TranslationData& d, const std::atomic<bool>* stop = nullptr);
 
 // ---- what the program writes ----
 

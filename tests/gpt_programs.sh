@@ -106,6 +106,13 @@ names "$work/whole/model.safetensors" > "$work/model-names"
 grep -qx "transformer.h.1.attn.c_attn.weight" "$work/model-names" || fail "nanoGPT's names missing"
 grep -qx "lm_head.weight" "$work/model-names" || fail "the tied head is not under nanoGPT's lm_head.weight"
 grep -qvE '^(transformer\.|lm_head\.)' "$work/model-names" && fail "model.safetensors holds more than the model: $(grep -vE '^(transformer\.|lm_head\.)' "$work/model-names" | head -3)"
+# A PyTorch GPT with nanoGPT's names loads it with strict=True (where Debian's python3-torch is installed).
+if /usr/bin/python3 -c "import torch" 2> /dev/null; then
+  /usr/bin/python3 "$(dirname "$0")/fixtures/check_gpt_model_file.py" "$work/whole/model.safetensors" ||
+    fail "model.safetensors does not load strictly into a GPT with nanoGPT's names"
+else
+  echo "note: no python3-torch, so the strict load of model.safetensors into PyTorch was not tried"
+fi
 names "$work/whole/train_state.safetensors" > "$work/state-names"
 grep -q "^exp_avg\." "$work/state-names" || fail "train_state.safetensors holds no AdamW state"
 expect 0 '' train_gpt "${small[@]}" "${text[@]}" "${model[@]}" --out "$work/parts" --stop-at 10
