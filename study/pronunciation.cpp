@@ -148,7 +148,8 @@ std::vector<text::Tokens> pronounce(const nn::EncoderDecoder& model, const Pronu
     for (size_t i = at; i < std::min(order.size(), at + kChunk); ++i)
       src.push_back(letters_of(words[order[i]])), tgt.push_back({});
     const text::Seq2SeqBatch b = text::trim_padding(text::build_batch(src, tgt, *d.letters, *d.phones, T));
-    const std::vector<text::Tokens> preds = translate(model, *d.phones, b, search, nn::DecodingMode::cached, c.beam, T);
+    const std::vector<text::Tokens> preds =
+        translate(model, *d.phones, b, search, nn::DecodingMode::cached, c.beam, T, stop);
     for (size_t i = at; i < std::min(order.size(), at + kChunk); ++i) out[order[i]] = preds[i - at];
   }
   return out;
@@ -198,7 +199,7 @@ TranslationResult train_pronunciation(nn::EncoderDecoder& model, const Pronuncia
   const size_t n = std::min(static_cast<size_t>(c.eval_words), d.dev_words.size());
   std::vector<std::string> dev;
   for (size_t i = 0; i < n; ++i) dev.push_back(d.dev_words[i * d.dev_words.size() / n]);
-  const auto dev_exact = [&] { return 1 - score_words(d, dev, pronounce(model, c, d, dev, Search::greedy)).wer; };
+  const auto dev_exact = [&] { return 1 - score_words(d, dev, pronounce(model, c, d, dev, Search::greedy, stop)).wer; };
   return train_seq2seq(model, s, d.train_batch, d.phones->pad(), dev_exact, true, progress, stop);
 }
 

@@ -158,9 +158,10 @@ std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const Trans
 
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const text::Vocab& tgt_vocab,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode, int64_t beam,
-                                    int64_t max_len) {
+                                    int64_t max_len, const std::atomic<bool>* stop) {
   NoGradGuard no_grad;
   decoding::SearchOptions o;
+  o.stop = stop;
   o.bos = tgt_vocab.bos(), o.eos = tgt_vocab.eos(), o.pad = tgt_vocab.pad();
   o.max_len = max_len > 0 ? max_len : b.labels.size(1);
   o.beam_width = beam;
@@ -247,7 +248,7 @@ std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, con
       if (stop && stop->load()) sg::fail("evaluate_decodings: stopped after ", rows.size(), " of 4 decodings");
       DecodingRow row{s, m, {}, {}, 0};
       const auto start = std::chrono::steady_clock::now();
-      row.preds = translate(model, d, d.test_batch, s, m, c.beam);
+      row.preds = translate(model, *d.tgt_vocab, d.test_batch, s, m, c.beam, 0, stop);
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       row.scores = score(row.preds, d.test.french);
       rows.push_back(std::move(row));

@@ -118,9 +118,10 @@ std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const Trans
 // The same with the target vocabulary given (any study's data), each
 // output at most max_len tokens with <eos> (0: as many as b's labels have
 // steps).
+// A set `stop` ends a beam search before its next step (throws).
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const text::Vocab& tgt_vocab,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
-                                    int64_t beam = 4, int64_t max_len = 0);
+                                    int64_t beam = 4, int64_t max_len = 0, const std::atomic<bool>* stop = nullptr);
 
 // ---- keeping a trained model (translate_numbers --save DIR, --load DIR) ----
 
