@@ -56,7 +56,7 @@ no_leftovers() {
 good="$work/good"
 "$bin/train_encoder" --steps 20 --eval-every 10 --out "$good" > "$work/good.log" 2>&1 ||
   { echo "FAIL: cannot train the checkpoint the damaged ones are made from:"; cat "$work/good.log"; exit 1; }
-ck="$good/shift_sinusoidal_seed0/checkpoint.safetensors"
+ck="$good/shift_sinusoidal_seed0/model.safetensors"
 
 # safetensors: 8-byte little-endian header length, JSON header, data.
 header_len() { od -An -t u8 -N 8 "$1" | tr -d ' '; }
