@@ -10,12 +10,13 @@
 // autograd/ops/  the differentiable ops (sg), one file per family, backward under forward;
 //                X.hpp declares what X.cpp defines, autograd/ops.hpp includes them all
 // autograd/tools/ what inspects the graph: gradcheck, gradgradcheck, to_dot, jvp/hvp/hessian
-// nn/            layers and losses (sg::nn)
+// nn/            layers and losses, the encoder-decoder and the GPT (sg::nn)
 // optim/         optimizers and learning-rate schedules (sg::optim)
-// checkpoint/    safetensors files and training checkpoints (sg::checkpoint)
+// checkpoint/    safetensors files with checksums, model files and training state (sg::checkpoint)
 // parallel/      data-parallel steps on threads (sg::parallel)
-// decoding/      greedy and beam search over an encoder-decoder (sg::decoding)
-// text/          vocabularies, padded sequence batches and BLEU (sg::text)
+// decoding/      greedy and beam search over an encoder-decoder, sampling from a GPT (sg::decoding)
+// text/          vocabularies, padded sequence batches, BLEU, edit distance, the CMU
+//                dictionary, and the language models' tokenizers: characters and byte-level BPE (sg::text)
 // study/ (the positions study, library smallgrad::study) is included on its own
 //
 // For programs that use the library. The library and its tests include the
@@ -48,12 +49,19 @@
 #include "nn/decoder.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/loss.hpp"
+#include "nn/gpt.hpp"
 #include "optim/optim.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/names.hpp"
 #include "parallel/data_parallel.hpp"
 #include "decoding/search.hpp"
+#include "decoding/sampling.hpp"
 #include "text/vocab.hpp"
 #include "text/seq2seq_data.hpp"
 #include "text/bleu.hpp"
+#include "text/edit_distance.hpp"
+#include "text/cmudict.hpp"
+#include "text/tokenizer.hpp"
+#include "text/char_tokenizer.hpp"
+#include "text/bpe.hpp"

@@ -1,5 +1,5 @@
-// Training checkpoints: a model, optionally its optimizer and a generator,
-// in one safetensors file (written and read by checkpoint/safetensors.cpp).
+// Model files and training state (checkpoint/checkpoint.hpp), written and
+// read by checkpoint/safetensors.cpp.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -63,6 +63,42 @@ void save(const std::string& path, const nn::Module& model, const optim::Optimiz
   }
   if (generator) meta[kGeneratorKey] = encode_generator(*generator);
   save_safetensors(path, tensors, meta);
+}
+
+void save_training_state(const std::string& path, const optim::Optimizer& optimizer, const Generator* generator,
+                         const Metadata& metadata) {
+  for (const auto& [k, v] : metadata)
+    if (starts_with(k, "smallgrad."))
+      fail("save_training_state: '", path, "': metadata key '", k, "' starts with 'smallgrad.', which is reserved");
+  Metadata meta = metadata;
+  meta[kOptimizerKey] = optimizer.name();
+  if (generator) meta[kGeneratorKey] = encode_generator(*generator);
+  save_safetensors(path, optimizer.state_dict(), meta);
+}
+
+Metadata load_training_state(const std::string& path, optim::Optimizer& optimizer, Generator* generator) {
+  const char* op = "load_training_state";
+  SafetensorsFile file = load_safetensors(path);
+  auto saved = file.metadata.find(kOptimizerKey);
+  if (saved == file.metadata.end())
+    fail(op, ": '", path, "' holds no optimizer state (no metadata '", kOptimizerKey, "')");
+  if (saved->second != optimizer.name())
+    fail(op, ": '", path, "' holds ", saved->second, " optimizer state, not ", optimizer.name());
+  try {
+    optimizer.check_state_dict(file.tensors);
+  } catch (const Error& e) {
+    fail(op, ": '", path, "': ", e.what());
+  }
+  std::array<uint64_t, 4> generator_state{};
+  if (generator) {
+    auto it = file.metadata.find(kGeneratorKey);
+    if (it == file.metadata.end())
+      fail(op, ": '", path, "' holds no generator state (no metadata '", kGeneratorKey, "')");
+    generator_state = decode_generator(path, it->second);
+  }
+  optimizer.load_state_dict(file.tensors);
+  if (generator) generator->set_state(generator_state);
+  return file.metadata;
 }
 
 Metadata load(const std::string& path, nn::Module& model, optim::Optimizer* optimizer, Generator* generator) {

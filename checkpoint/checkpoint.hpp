@@ -1,7 +1,15 @@
 #pragma once
-// Training checkpoints (sg::checkpoint::save / load): a model, optionally its
-// optimizer and a generator, in one safetensors file (checkpoint/safetensors.hpp
-// has the format).
+// Model files and training state (checkpoint/safetensors.hpp has the format):
+//   save / load                           a model's weights, in a file any
+//                                         safetensors reader loads (with no
+//                                         optimizer: the weights alone)
+//   save_training_state / load_training_state
+//                                         an optimizer's state and a generator,
+//                                         in a file of their own
+// A program keeps a model that other tools load as model.safetensors (the
+// weights under the model's own names) and what resuming needs beside it.
+// save and load also take an optimizer and a generator, for a training
+// checkpoint in one file (the layout of older smallgrad files).
 #include "checkpoint/safetensors.hpp"
 #include "core/random.hpp"
 #include "nn/module.hpp"
@@ -30,5 +38,15 @@ void save(const std::string& path, const nn::Module& model, const optim::Optimiz
 // Returns the file's metadata.
 Metadata load(const std::string& path, nn::Module& model, optim::Optimizer* optimizer = nullptr,
               Generator* generator = nullptr);
+
+// The training state alone: the optimizer's state_dict() under its own
+// names ("exp_avg.3"), metadata: the caller's entries (keys starting with
+// "smallgrad." are reserved), "smallgrad.optimizer" (its name) and
+// "smallgrad.generator" when a generator is given. load_training_state checks
+// everything (the optimizer's name, every buffer's name and shape, the
+// generator's state) before anything changes, and returns the metadata.
+void save_training_state(const std::string& path, const optim::Optimizer& optimizer,
+                         const Generator* generator = nullptr, const Metadata& metadata = {});
+Metadata load_training_state(const std::string& path, optim::Optimizer& optimizer, Generator* generator = nullptr);
 
 }  // namespace sg::checkpoint

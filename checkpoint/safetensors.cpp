@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -50,6 +51,58 @@ bool parse_dtype(const std::string& s, DType& out) {
 }
 
 std::string sys_error() { return std::strerror(errno); }
+
+// ---------- checksums ----------
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), eight bytes at a
+// time through eight tables ("slicing by 8"): table[k][b] is the CRC of byte
+// b followed by k zero bytes, so eight lookups advance the CRC a whole word.
+struct Crc32cTables {
+  uint32_t t[8][256];
+  Crc32cTables() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint32_t c = b;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+      t[0][b] = c;
+    }
+    for (uint32_t b = 0; b < 256; ++b)
+      for (int k = 1; k < 8; ++k) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
+  }
+};
+
+// The checksum entries of a file's metadata (checkpoint/safetensors.hpp).
+const std::string kChecksumKey = "checksum";
+const std::string kChecksumsKey = "checksum.crc32c";
+const char* kMetadataEntry = "__metadata__";
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+bool parse_hex8(const std::string& s, uint32_t& out) {
+  if (s.size() != 8) return false;
+  out = 0;
+  for (char c : s) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    out = (out << 4) | static_cast<uint32_t>(d);
+  }
+  return true;
+}
+
+// The CRC of the metadata a caller sees: every key and value but the
+// checksum entries, in key order, each followed by a NUL byte.
+uint32_t metadata_crc(const Metadata& metadata) {
+  uint32_t crc = 0;
+  for (const auto& [k, v] : metadata) {
+    if (k == kChecksumKey || k == kChecksumsKey) continue;
+    crc = crc32c(k.data(), k.size() + 1, crc);
+    crc = crc32c(v.data(), v.size() + 1, crc);
+  }
+  return crc;
+}
 
 // ---------- writing ----------
 
@@ -102,12 +155,20 @@ Layout plan_file(const std::string& path, const nn::NamedTensors& tensors, const
     layout.order.push_back(&tensors[i].second);
   }
 
+  for (const auto& [k, v] : metadata)
+    if (k == kChecksumKey || k.rfind(kChecksumKey + ".", 0) == 0)
+      fail(op, ": '", path, "': metadata key '", k, "' is reserved for the file's checksums");
+  // Every tensor's CRC-32C and the metadata's, under two keys: one bit
+  // flipped in either key's name still leaves the other to say the file
+  // carries checksums.
+  json sums = json::object();
+  for (const auto& [name, t] : tensors) sums[name] = hex8(crc32c(t.raw_data(), t.nbytes()));
+  sums[kMetadataEntry] = hex8(metadata_crc(metadata));
+  json meta = json::object();
+  for (const auto& [k, v] : metadata) meta[k] = v;
+  meta[kChecksumKey] = "crc32c";
   json header = json::object();
-  if (!metadata.empty()) {
-    json meta = json::object();
-    for (const auto& [k, v] : metadata) meta[k] = v;
-    header["__metadata__"] = std::move(meta);
-  }
+  header["__metadata__"] = std::move(meta);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i].second;
     header[tensors[i].first] = {{"dtype", format_dtype(t.dtype())},
@@ -116,6 +177,7 @@ Layout plan_file(const std::string& path, const nn::NamedTensors& tensors, const
   }
   std::string text;
   try {
+    header["__metadata__"][kChecksumsKey] = sums.dump();
     text = header.dump();
   } catch (const json::exception& e) {  // names and metadata must be valid UTF-8
     fail(op, ": '", path, "': a tensor name or metadata entry is not valid UTF-8 (", e.what(), ")");
@@ -272,18 +334,78 @@ SafetensorsFile read_safetensors(const char* op, const std::string& path, const 
     fail(op, ": '", path, "': ", data_size - cursor, " trailing bytes after the last tensor's data (the data section is ",
          data_size, " bytes, the tensors cover ", cursor, ")");
 
+  // The checksums, when the file carries them (a file from PyTorch or an
+  // older smallgrad does not): all of them are parsed before any tensor is
+  // read, and every tensor must have one.
+  const bool has_key = out.metadata.count(kChecksumKey) > 0, has_sums = out.metadata.count(kChecksumsKey) > 0;
+  std::map<std::string, uint32_t> sums;
+  if (has_key || has_sums) {
+    auto damaged = [&](const auto&... why) {
+      fail(op, ": '", path, "': the checksums are damaged (", why..., "); the file cannot be trusted");
+    };
+    if (!has_key) damaged("metadata '", kChecksumsKey, "' without '", kChecksumKey, "'");
+    if (!has_sums) damaged("metadata '", kChecksumKey, "' without '", kChecksumsKey, "'");
+    if (out.metadata.at(kChecksumKey) != "crc32c")
+      damaged("metadata '", kChecksumKey, "' is '", out.metadata.at(kChecksumKey), "', not 'crc32c'");
+    json parsed;
+    try {
+      parsed = json::parse(out.metadata.at(kChecksumsKey));
+    } catch (const json::exception&) {
+      damaged("'", kChecksumsKey, "' is not JSON");
+    }
+    if (!parsed.is_object()) damaged("'", kChecksumsKey, "' is not a JSON object");
+    for (const auto& [name, value] : parsed.items()) {
+      uint32_t v = 0;
+      if (!value.is_string() || !parse_hex8(value.get<std::string>(), v))
+        damaged("the checksum of '", name, "' is ", value.dump(), ", not 8 hex digits");
+      sums[name] = v;
+    }
+    if (!sums.count(kMetadataEntry)) damaged("no checksum of the metadata");
+    for (const Entry& e : entries)
+      if (!sums.count(e.name)) damaged("tensor '", e.name, "' has none");
+    if (sums.size() != entries.size() + 1)
+      for (const auto& [name, v] : sums)
+        if (name != kMetadataEntry && !header.contains(name)) damaged("one is for '", name, "', which is not in the file");
+    out.metadata.erase(kChecksumKey);
+    out.metadata.erase(kChecksumsKey);
+    if (const uint32_t got = metadata_crc(out.metadata); got != sums.at(kMetadataEntry))
+      fail(op, ": '", path, "': the metadata fails its CRC-32C check (", hex8(got), ", recorded ",
+           hex8(sums.at(kMetadataEntry)), "): the file is damaged");
+    out.checksummed = true;
+  }
+
   for (const Entry& e : entries) {
     Tensor t = empty(e.shape, e.dtype);
     if (t.nbytes() > 0) {
       if (!source.read(data_start + e.begin, t.raw_data(), t.nbytes()))
         fail(op, ": '", path, "': reading tensor '", e.name, "' failed");
     }
+    if (out.checksummed)
+      if (const uint32_t got = crc32c(t.raw_data(), t.nbytes()); got != sums.at(e.name))
+        fail(op, ": '", path, "': tensor '", e.name, "' fails its CRC-32C check (", hex8(got), ", recorded ",
+             hex8(sums.at(e.name)), "): the file is damaged");
     out.tensors[e.name] = t;
   }
   return out;
 }
 
 }  // namespace
+
+uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
+  static const Crc32cTables tables;
+  const auto& t = tables.t;
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);  // little-endian (asserted above)
+    w ^= crc;
+    crc = t[7][w & 0xff] ^ t[6][(w >> 8) & 0xff] ^ t[5][(w >> 16) & 0xff] ^ t[4][(w >> 24) & 0xff] ^
+          t[3][(w >> 32) & 0xff] ^ t[2][(w >> 40) & 0xff] ^ t[1][(w >> 48) & 0xff] ^ t[0][w >> 56];
+  }
+  for (; n > 0; --n, ++p) crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xff];
+  return ~crc;
+}
 
 void save_safetensors(const std::string& path, const nn::NamedTensors& tensors, const Metadata& metadata) {
   const char* op = "save_safetensors";

@@ -16,6 +16,21 @@
 // that tile the data section exactly, no trailing bytes) before reading any
 // tensor, and names the file and the tensor in every error.
 //
+// Checksums. Every file saved here carries, in its metadata, the CRC-32C
+// (Castagnoli) of each tensor's data bytes and of the rest of the metadata:
+//   "checksum":        "crc32c"
+//   "checksum.crc32c": "{\"<name>\": \"<8 lowercase hex digits>\", ...,
+//                        \"__metadata__\": \"<8 hex digits>\"}"
+// where __metadata__'s CRC runs over every other metadata key and value in
+// key order, each followed by a NUL byte. Loading verifies all of them and
+// refuses a mismatch naming the tensor and the file, so a flipped bit
+// anywhere in a file (data, names, metadata, either checksum entry) is
+// refused rather than loaded. A file without either entry (from PyTorch,
+// nanoGPT, an older smallgrad) loads unchecked; one with only one of them is
+// refused as damaged. Any safetensors reader reads these files (the
+// checksums are ordinary metadata), and the two entries are removed from
+// SafetensorsFile::metadata, which holds what the writer gave.
+//
 // Saving writes "<path>.tmp-<pid>", flushes it to disk, then renames it over
 // path: a crash or an error leaves either the old file or the new one, never
 // a half-written file; on error the temporary is removed.
@@ -25,6 +40,8 @@
 //   data = f.read(); e = header["w"]
 //   w = np.frombuffer(data[e["data_offsets"][0]:e["data_offsets"][1]], "<f4").reshape(e["shape"])
 // or safetensors.torch.load_file(path) where the package is installed.
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -36,10 +53,15 @@ using Metadata = std::map<std::string, std::string>;
 
 struct SafetensorsFile {
   nn::StateDict tensors;
-  Metadata metadata;
+  Metadata metadata;         // without the checksum entries
+  bool checksummed = false;  // the file carried checksums, and every one matched
 };
 
-// Names must be non-empty, unique, and not "__metadata__".
+// CRC-32C of n bytes, continuing from `crc` (the CRC of what came before).
+uint32_t crc32c(const void* data, size_t n, uint32_t crc = 0);
+
+// Names must be non-empty, unique, and not "__metadata__"; metadata keys
+// must not be "checksum" or start with "checksum.".
 void save_safetensors(const std::string& path, const nn::NamedTensors& tensors, const Metadata& metadata = {});
 void save_safetensors(const std::string& path, const nn::StateDict& tensors, const Metadata& metadata = {});
 SafetensorsFile load_safetensors(const std::string& path);

@@ -96,6 +96,7 @@ std::vector<Hypothesis> beam_search(const nn::EncoderDecoder& model, const Tenso
   };
   for (int64_t step = 0; step < o.max_len; ++step) {
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    if (o.stop && o.stop->load()) fail("beam_search: stopped before step ", step, " of at most ", o.max_len);
     const std::vector<double> lp = next_log_probs(model, state, last);
     std::vector<Hypothesis> next(beams.size());
     for (int64_t b = 0; b < batch; ++b) {

@@ -8,6 +8,7 @@
 // writes, as d2l's predict_step runs num_steps). The special ids are arguments: the vocabulary that names them
 // lives with the data, not here. The model must be in eval mode (dropout
 // off): a search on a model in training mode throws.
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct SearchOptions {
   bool stop_at_eos = true;
   // true: each hypothesis keeps every step's whole distribution (step_log_probs).
   bool keep_step_log_probs = false;
+  // beam_search: when given and set (a program's stop signal), it throws
+  // before its next step, so a long search ends within one step.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct Hypothesis {

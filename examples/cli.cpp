@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <regex>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "core/runtime.hpp"
@@ -54,6 +56,12 @@ Stopped::Stopped() : std::runtime_error(std::string("stopped by ") + signal_name
 void check_stop() {
   if (g_stop.load()) throw Stopped();
 }
+
+namespace {
+std::string g_stop_note;  // set_stop_note's, read by run() on the same (main) thread
+}
+
+void set_stop_note(const std::string& note) { g_stop_note = note; }
 
 // ---- validators with readable messages ----
 
@@ -171,6 +179,8 @@ Flags::~Flags() = default;
 
 CLI::App& Flags::app() { return *app_; }
 
+bool Flags::given(const std::string& name) const { return app_->count(name) > 0; }
+
 void Flags::whole(const std::string& name, int64_t& value, const std::string& help, int64_t lo, int64_t hi) {
   app_->add_option(name, value, help)->check(examples::whole(lo, hi));
 }
@@ -274,8 +284,8 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) 
     return 1;
   } catch (const std::exception& e) {
     if (g_stop.load()) {  // Stopped, or the training loop's own stop
-      std::cerr << "\n" << app.get_name() << ": stopped by " << signal_name(g_signal)
-                << "; no output was written or changed\n";
+      std::cerr << "\n" << app.get_name() << ": stopped by " << signal_name(g_signal) << "; "
+                << (g_stop_note.empty() ? "no output was written or changed" : g_stop_note) << "\n";
       return 1;
     }
     std::cerr << app.get_name() << ": error: " << one_line(e.what()) << "\n";
@@ -291,6 +301,43 @@ int run(Flags& flags, int argc, char** argv, const std::function<int()>& body) {
 }
 
 // ---- outputs ----
+
+namespace {
+
+// The process id in the name of a temporary that smallgrad writes, 0 for any
+// other name: "<name>.tmp-<pid>-<n>" (sg::checkpoint::save_safetensors),
+// ".<name>.staged-<pid>" (Outputs::stage, examples::gpt::save_run), and the
+// two together, and ".write-test-<pid>" (the probe below).
+long temporary_owner(const std::string& name) {
+  static const std::regex pattern(R"(^(?:\.write-test-(\d{1,9})|\..+\.staged-(\d{1,9})(?:\.tmp-\d+-\d+)?|.+\.tmp-(\d{1,9})-\d+)$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, pattern)) return 0;
+  for (int g = 1; g <= 3; ++g)
+    if (m[g].matched) return std::stol(m[g].str());
+  return 0;
+}
+
+// Removes from dir the temporaries of processes that no longer run (a run
+// killed while it saved), saying so on stderr; names those it cannot
+// remove. Another running process's temporaries are left alone.
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const long pid = temporary_owner(name);
+    if (pid <= 0 || pid == ::getpid() || !entry.is_regular_file(ec)) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code rm;
+    if (std::filesystem::remove(entry.path(), rm))
+      std::cerr << "removed '" << entry.path().string() << "', a temporary file left by process " << pid
+                << ", which no longer runs\n";
+    else
+      std::cerr << "warning: '" << entry.path().string() << "' is a temporary file left by process " << pid
+                << ", which no longer runs; it cannot be removed (" << rm.message() << ")\n";
+  }
+}
+
+}  // namespace
 
 Outputs::Outputs(std::string dir, const std::string& flag) : dir_(std::move(dir)) {
   namespace fs = std::filesystem;
@@ -310,6 +357,7 @@ Outputs::Outputs(std::string dir, const std::string& flag) : dir_(std::move(dir)
   f.close();
   std::remove(probe.c_str());
   if (!ok) throw std::runtime_error(flag + " '" + dir_ + "': cannot write in this folder (" + why + ")");
+  remove_stale_temporaries(dir_);
 }
 
 Outputs::~Outputs() {
@@ -344,6 +392,7 @@ void Outputs::commit() {
       throw std::runtime_error("cannot move '" + tmp + "' to '" + path + "': " + std::strerror(errno));
   staged_.clear();
   committed_ = true;
+  set_stop_note("every output had been written to " + dir_);
 }
 
 }  // namespace examples

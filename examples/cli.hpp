@@ -14,7 +14,8 @@
 //   * one main guard, run(): every exception ends as one line "error: ..."
 //     on stderr, exit status 2 for usage errors and 1 for everything else;
 //     SIGINT, SIGTERM and SIGHUP stop long loops at their next step (exit 1,
-//     nothing half-written), SIGPIPE is ignored, so no program ends on a signal;
+//     nothing half-written, one line saying what was kept), SIGPIPE is
+//     ignored, so no program ends on a signal;
 //   * Outputs: the files of a run written under temporary names and moved
 //     into place together at the end, after the output folder was checked
 //     before any work, so a failed or interrupted run leaves the folder as
@@ -56,6 +57,13 @@ struct Stopped : std::runtime_error {
 };
 void check_stop();  // throws Stopped once a stop signal has arrived
 
+// What a stopped run leaves behind, for run()'s message after "stopped by
+// SIGINT; " ("the model at iteration 2000 kept in out/gpt; the final sample
+// was cut"). Until a program says otherwise it is "no output was written or
+// changed", which Outputs makes true; a program that writes anything
+// outside Outputs (a checkpoint during training, text on stdout) says so.
+void set_stop_note(const std::string& note);
+
 // ---- flags ----
 
 // A program's flags: each call adds one, bound to a variable that holds its
@@ -90,6 +98,9 @@ class Flags {
   // --threads: 0 (the default) leaves the library's automatic count; the
   // body calls apply_threads(threads).
   void threads(int& threads);
+
+  // Whether the flag was on the command line (its default otherwise).
+  bool given(const std::string& name) const;
 
   CLI::App& app();  // the CLI11 parser underneath, for run()
 
@@ -133,6 +144,8 @@ class Outputs {
   const std::string& dir() const { return dir_; }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
+  // The constructor also removes the temporaries that killed runs left in
+  // the folder (those of processes that no longer run), saying so.
   // Checks, before any work, that `name` can be replaced: nothing there, or a regular file.
   void expect(const std::string& name) const;
   // The temporary name to write `name` under (for writers of their own,

@@ -91,13 +91,13 @@ int run(PronunciationConfig c, const std::string& out_dir, const std::string& sa
   const auto progress = examples::seq2seq_progress("dev words right");
 
   const sg::study::TranslationResult r = sg::study::train_pronunciation(*model, c, d, progress, &examples::g_stop);
-  const std::vector<sg::study::PronunciationRow> rows = sg::study::evaluate_pronunciation(*model, c, d);
+  const std::vector<sg::study::PronunciationRow> rows = sg::study::evaluate_pronunciation(*model, c, d, &examples::g_stop);
   // The training words' scores, on as many as there are test words (at most), spread over them.
   std::vector<std::string> sample;
   const size_t n = std::min(d.train_words.size(), d.test_words.size());
   for (size_t i = 0; i < n; ++i) sample.push_back(d.train_words[i * d.train_words.size() / n]);
   const sg::study::PronunciationScores train_scores =
-      sg::study::score_words(d, sample, sg::study::pronounce(*model, c, d, sample, sg::study::Search::greedy));
+      sg::study::score_words(d, sample, sg::study::pronounce(*model, c, d, sample, sg::study::Search::greedy, &examples::g_stop));
   const std::string results = sg::study::pronunciation_results_md(rows, c, d, train_scores);
   std::string examples = sg::study::pronunciation_examples_md(*model, c, d, rows[0]);
   if (!said.empty()) examples += "\nWords asked for with --say:\n\n" + sg::study::pronunciations_md(*model, c, d, said);

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   double temperature = 0.8, top_p = 1.0;
   bool no_cache = false, timing = false;
   int threads = 0;
-  flags.text("--load", load, "the folder train_gpt wrote (its ckpt.safetensors), or a checkpoint file");
+  flags.text("--load", load, "the folder train_gpt wrote (its model.safetensors), or a model file");
   flags.text("--prompt", prompt, "the text to continue");
   flags.whole("--max-new-tokens", max_new_tokens, "tokens to sample per sample", 0, 1000000);
   flags.whole("--num-samples", num_samples, "samples, one after another from one generator", 1, 1000);
@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
   flags.threads(threads);
   return examples::run(flags, argc, argv, [&] {
     examples::apply_threads(threads);
-    const std::string path = std::filesystem::is_directory(load) ? load + "/ckpt.safetensors" : load;
-    if (!std::filesystem::exists(path)) sg::fail("--load '", load, "': no checkpoint '", path, "' (run train_gpt first)");
+    const std::string path = examples::gpt::find_model(load, "--load");
     const examples::gpt::Loaded l = examples::gpt::load_for_sampling(path);
     std::vector<int64_t> ids;
     try {
@@ -49,11 +48,17 @@ int main(int argc, char** argv) {
                                                 .top_k = top_k, .top_p = top_p, .use_cache = !no_cache};
     for (int64_t k = 0; k < num_samples; ++k) {
       if (k > 0) std::cout << "\n---------------\n";
+      examples::set_stop_note("sample " + std::to_string(k + 1) + " was cut after 0 of " +
+                              std::to_string(max_new_tokens) + " tokens");
       std::cout << prompt << std::flush;
       std::vector<int64_t> pending;  // BPE tokens can split a UTF-8 character: written when whole
       const auto start = std::chrono::steady_clock::now();
+      int64_t drawn = 0;
       sg::decoding::generate(*l.model, ids, options, gen, [&](int64_t id) {
+        examples::set_stop_note("sample " + std::to_string(k + 1) + " was cut after " + std::to_string(drawn) + " of " +
+                                std::to_string(max_new_tokens) + " tokens");
         examples::check_stop();
+        ++drawn;
         pending.push_back(id);
         const std::string text = l.tokenizer->decode(pending);
         const auto last = static_cast<unsigned char>(text.back());

@@ -10,7 +10,7 @@
 //                                       with the causal mask (and ALiBi) on
 //                                       the causal tasks
 //   train_encoder --causal              one run with the causal mask
-//   train_encoder --load out/x/checkpoint.safetensors   evaluate a saved model
+//   train_encoder --load out/x/model.safetensors   evaluate a saved model
 //   train_encoder --report out/compare  rewrite a folder's report.html from its files
 //
 // The study itself is the library smallgrad::study (study/): the tasks and
@@ -53,7 +53,7 @@ int run_one(Config c, const std::string& out_root) {
   std::cout << sg::study::run_start_line(name, model, c);
   const sg::study::Result r = sg::study::train(model, c, sg::study::progress_line(name), &examples::g_stop);
   for (const auto& [file, contents] : sg::study::run_files(model, c, r)) out.write(file, contents);
-  sg::checkpoint::save(out.stage("checkpoint.safetensors"), model, nullptr, sg::study::to_metadata(c));
+  sg::checkpoint::save(out.stage("model.safetensors"), model, nullptr, sg::study::to_metadata(c));
   out.commit();
   const std::string report = sg::study::report::write_report(out.dir(), "train_encoder: " + sg::study::run_title(c));
   std::cout << sg::study::run_summary(c, r, out.dir(), report);

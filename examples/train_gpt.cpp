@@ -9,7 +9,7 @@
 //   train_gpt                               the KJV, characters, the defaults
 //   train_gpt --text FILE                   any UTF-8 file
 //   train_gpt --tokenizer bpe --vocab 512   byte-level BPE trained on the corpus
-//   train_gpt --resume                      continue out/gpt/ckpt.safetensors
+//   train_gpt --resume                      continue the run in out/gpt
 //                                           (same flags), bit for bit
 //   sample_gpt --prompt "And God said"      sample from the checkpoint
 //
@@ -18,9 +18,10 @@
 // batch-size windows of block-size + 1 tokens at random offsets of a split.
 // Evaluation as nanoGPT's estimate_loss: every eval-interval iterations (and
 // at the end) the mean loss over eval-iters random batches of each split,
-// and a checkpoint. Outputs in --out: ckpt.safetensors (the model under
-// nanoGPT's names, optimizer, generator, settings, tokenizer, history),
-// log.csv, samples.md and report.html.
+// and a checkpoint. Outputs in --out: model.safetensors (the weights alone
+// under nanoGPT's names, with the settings and the tokenizer as metadata),
+// train_state.safetensors (AdamW's state, the generator, the history: what
+// --resume needs beside the weights), log.csv, samples.md and report.html.
 #include <unistd.h>
 
 #include <chrono>
@@ -87,13 +88,15 @@ void share_generator(const sg::nn::GPT& model, const std::shared_ptr<sg::Generat
 
 // A sample as sample_gpt's defaults draw it (temperature 0.8, top-k 200),
 // from its own generator: sampling leaves the training stream alone.
+// A stop signal ends it within a token.
 std::string sample_text(sg::nn::GPT& model, const sg::text::Tokenizer& tok, const std::vector<int64_t>& prompt,
                         int64_t tokens, uint64_t seed) {
   sg::Generator gen(seed);
   const bool was_training = model.is_training();
   model.eval();
-  const std::vector<int64_t> ids =
-      sg::decoding::generate(model, prompt, {.max_new_tokens = tokens, .temperature = 0.8, .top_k = 200}, gen);
+  const std::vector<int64_t> ids = sg::decoding::generate(
+      model, prompt, {.max_new_tokens = tokens, .temperature = 0.8, .top_k = 200}, gen,
+      [](int64_t) { examples::check_stop(); });
   model.train(was_training);
   return tok.decode(ids);
 }
@@ -104,11 +107,15 @@ struct Run {
   bool resume = false;
   int64_t sample_tokens = 500;
   int64_t stop_at = 0;  // 0: at max_iters
+  bool warmup_given = false;
 };
 
 int train(const Run& run) {
   Settings s = run.s;
   if (s.lr_decay_iters == 0) s.lr_decay_iters = s.max_iters;
+  // The default warmup (nanoGPT's 100) shortens to fit a shorter run, so
+  // --max-iters alone runs for any count; a --warmup-iters given must fit.
+  if (!run.warmup_given) s.warmup_iters = std::min(s.warmup_iters, s.lr_decay_iters);
   if (s.warmup_iters > s.lr_decay_iters)
     throw UsageError("--warmup-iters " + std::to_string(s.warmup_iters) + " must not exceed --lr-decay-iters " +
                      std::to_string(s.lr_decay_iters));
@@ -117,12 +124,19 @@ int train(const Run& run) {
     throw UsageError("--stop-at " + std::to_string(run.stop_at) + " must be a multiple of --eval-interval " +
                      std::to_string(s.eval_interval) + " below --max-iters " + std::to_string(s.max_iters) +
                      " (a checkpoint is written at every evaluation)");
+  using examples::gpt::kModelFile;
+  using examples::gpt::kOldCheckpoint;
+  using examples::gpt::kStateFile;
   examples::Outputs out(run.out_dir, "--out");
-  for (const char* f : {"ckpt.safetensors", "log.csv", "samples.md", "report.html"}) out.expect(f);
-  const std::string ckpt = out.path("ckpt.safetensors");
-  if (!run.resume && std::filesystem::exists(ckpt))
-    throw UsageError("--out '" + run.out_dir + "' holds a checkpoint already: add --resume to continue it, or "
-                     "choose another --out");
+  for (const char* f : {kModelFile, kStateFile, "log.csv", "samples.md", "report.html"}) out.expect(f);
+  const std::string model_file = out.path(kModelFile), state_file = out.path(kStateFile),
+                    old_file = out.path(kOldCheckpoint);
+  if (!run.resume)
+    for (const std::string& f : {model_file, state_file, old_file})
+      if (std::filesystem::exists(f))
+        throw UsageError("--out '" + run.out_dir + "' holds a checkpoint already (" +
+                         std::filesystem::path(f).filename().string() +
+                         "): add --resume to continue it, or choose another --out");
 
   const examples::gpt::Corpus corpus = examples::gpt::read_corpus(run.text_path);
   std::unique_ptr<sg::text::Tokenizer> tok;
@@ -156,23 +170,43 @@ int train(const Run& run) {
   int64_t start = 0;
   double trained_seconds = 0;
   if (run.resume) {
-    if (!std::filesystem::exists(ckpt)) throw UsageError("--resume: there is no checkpoint '" + ckpt + "'");
-    const sg::checkpoint::SafetensorsFile file = sg::checkpoint::load_safetensors(ckpt);
-    for (const char* key : {"gpt.settings", "gpt.tokenizer", "gpt.corpus", "gpt.iter", "gpt.history"})
-      if (!file.metadata.count(key)) sg::fail("'", ckpt, "' is not a train_gpt checkpoint: its metadata has no ", key);
+    // The new layout (model.safetensors + train_state.safetensors), or an
+    // older smallgrad's single ckpt.safetensors.
+    const bool old_layout = !std::filesystem::exists(model_file) && std::filesystem::exists(old_file);
+    const std::string weights = old_layout ? old_file : model_file, state = old_layout ? old_file : state_file;
+    for (const std::string& f : {weights, state})
+      if (!std::filesystem::exists(f)) throw UsageError("--resume: there is no '" + f + "' to continue");
+    const sg::checkpoint::Metadata m = sg::checkpoint::load_safetensors(weights).metadata;
+    const sg::checkpoint::Metadata t = old_layout ? m : sg::checkpoint::load_safetensors(state).metadata;
+    for (const char* key : {"gpt.settings", "gpt.tokenizer", "gpt.corpus", "gpt.iter"})
+      if (!m.count(key)) sg::fail("'", weights, "' is not a train_gpt model: its metadata has no ", key);
+    for (const char* key : {"gpt.corpus", "gpt.iter", "gpt.history"})
+      if (!t.count(key)) sg::fail("'", state, "' is not a train_gpt training state: its metadata has no ", key);
+    if (m.at("gpt.iter") != t.at("gpt.iter"))
+      sg::fail("--resume: '", weights, "' is at iteration ", m.at("gpt.iter"), " but '", state, "' at ",
+               t.at("gpt.iter"), " (a run killed while saving): sample from the model, or train again in another --out");
     const std::string diff =
-        examples::gpt::settings_difference(examples::gpt::settings_from_json(file.metadata.at("gpt.settings")), s);
+        examples::gpt::settings_difference(examples::gpt::settings_from_json(m.at("gpt.settings")), s);
     if (!diff.empty()) throw UsageError("--resume: the checkpoint was trained with other settings: " + diff);
-    if (file.metadata.at("gpt.corpus") != examples::gpt::corpus_id(corpus.text))
-      sg::fail("--resume: the checkpoint was trained on another text (", file.metadata.at("gpt.corpus"),
+    if (m.at("gpt.corpus") != examples::gpt::corpus_id(corpus.text))
+      sg::fail("--resume: the checkpoint was trained on another text (", m.at("gpt.corpus"),
                " bytes:hash, now ", examples::gpt::corpus_id(corpus.text), ")");
-    if (file.metadata.at("gpt.tokenizer") != tok->to_json())
+    if (m.at("gpt.tokenizer") != tok->to_json())
       sg::fail("--resume: the checkpoint's tokenizer differs from the one this text and these flags give");
-    sg::checkpoint::load(ckpt, model, &opt, gen.get());
-    start = std::stoll(file.metadata.at("gpt.iter"));
-    history = examples::gpt::history_from_json(file.metadata.at("gpt.history"));
+    if (old_layout) {
+      sg::checkpoint::load(old_file, model, &opt, gen.get());
+    } else {
+      sg::checkpoint::load(model_file, model);
+      sg::checkpoint::load_training_state(state_file, opt, gen.get());
+    }
+    start = std::stoll(m.at("gpt.iter"));
+    history = examples::gpt::history_from_json(t.at("gpt.history"));
     if (!history.empty()) trained_seconds = history.back().seconds;
-    std::cout << "resuming '" << ckpt << "' at iteration " << start << std::endl;
+    std::cout << "resuming '" << weights << "' at iteration " << start
+              << (old_layout ? " (an older smallgrad's single file: its next save writes " + std::string(kModelFile) +
+                                   " and " + kStateFile + " and removes it)"
+                             : "")
+              << std::endl;
   }
   std::cout << "corpus: " << corpus.source << ", " << corpus.text.size() << " bytes, " << n << " " << tok->kind()
             << " tokens (vocabulary " << tok->vocab_size() << "): " << n_train << " train, " << n - n_train
@@ -196,6 +230,7 @@ int train(const Run& run) {
     for (int split = 0; split < 2; ++split) {
       double sum = 0;
       for (int64_t k = 0; k < s.eval_iters; ++k) {
+        examples::check_stop();
         const Batch b = get_batch(split == 0 ? train_ids : val_ids, s.batch_size, s.model.block_size, *gen);
         sum += batch_loss(model, b.x, b.y).item<double>();
       }
@@ -206,14 +241,21 @@ int train(const Run& run) {
     model.train();
     return e;
   };
+  std::string saved_note;  // what a stop leaves: the last save
   auto save = [&](int64_t iter) {
-    sg::checkpoint::save(ckpt, model, &opt,
-                         {{"gpt.settings", examples::gpt::settings_json(s)},
-                          {"gpt.tokenizer", tok->to_json()},
-                          {"gpt.corpus", examples::gpt::corpus_id(corpus.text)},
-                          {"gpt.iter", std::to_string(iter)},
-                          {"gpt.history", examples::gpt::history_json(history)}},
-                         gen.get());
+    const std::string corpus_id = examples::gpt::corpus_id(corpus.text), at = std::to_string(iter);
+    examples::gpt::save_run(run.out_dir, model,
+                            {{"gpt.settings", examples::gpt::settings_json(s)},
+                             {"gpt.tokenizer", tok->to_json()},
+                             {"gpt.corpus", corpus_id},
+                             {"gpt.iter", at}},
+                            opt, *gen,
+                            {{"gpt.corpus", corpus_id}, {"gpt.iter", at}, {"gpt.history", examples::gpt::history_json(history)}});
+    // The new files hold all an older smallgrad's single file did.
+    if (std::filesystem::exists(old_file)) std::filesystem::remove(old_file);
+    saved_note = "the model and training state at iteration " + at + " kept in " + run.out_dir +
+                 (iter < s.max_iters ? " (--resume continues from there)" : "");
+    examples::set_stop_note(saved_note);
   };
 
   const bool tty = isatty(2);
@@ -264,6 +306,8 @@ int train(const Run& run) {
             << last.val_loss << " after " << last.iter << " of " << s.max_iters << " iterations; " << trained_seconds
             << " s of training (" << 1e3 * trained_seconds / static_cast<double>(std::max<int64_t>(last.iter, 1))
             << " ms/iter)" << std::endl;
+  examples::set_stop_note(saved_note + "; the final sample was cut, and log.csv, samples.md and report.html "
+                                       "were not written");
   const std::string sample = sample_text(model, *tok, prompt, run.sample_tokens, s.seed);
   std::cout << "sample (temperature 0.8, top-k 200, seed " << s.seed << "):\n" << sample << std::endl;
 
@@ -306,7 +350,7 @@ int main(int argc, char** argv) {
   flags.whole("--max-iters", s.max_iters, "training iterations", 1, 100000000);
   flags.number("--lr", s.learning_rate, "peak learning rate", 0, false, 10);
   flags.number("--min-lr", s.min_lr, "learning rate at the end of the cosine decay", 0, true, 10);
-  flags.whole("--warmup-iters", s.warmup_iters, "linear warmup iterations", 0, 100000000);
+  flags.whole("--warmup-iters", s.warmup_iters, "linear warmup iterations (not given: 100, or --lr-decay-iters when fewer)", 0, 100000000);
   flags.whole("--lr-decay-iters", s.lr_decay_iters, "iterations of the cosine decay (0: --max-iters)", 0, 100000000);
   flags.number("--weight-decay", s.weight_decay, "AdamW's decay, on matrices and embeddings only", 0, true, 10);
   flags.number("--beta1", s.beta1, "AdamW's beta1", 0, true, 0.999999);
@@ -323,6 +367,7 @@ int main(int argc, char** argv) {
   flags.whole("--stop-at", run.stop_at, "stop after this iteration (a multiple of --eval-interval), to --resume later; 0: at --max-iters", 0, 100000000);
   flags.threads(threads);
   return examples::run(flags, argc, argv, [&] {
+    run.warmup_given = flags.given("--warmup-iters");
     s.model.tie_weights = !untied;
     s.model.positional = sg::nn::parse_positional(positional);
     s.seed = static_cast<uint64_t>(seed);

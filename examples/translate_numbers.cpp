@@ -101,7 +101,7 @@ int run_one(const TranslationConfig& c, const std::string& out_dir, const Keep& 
   const auto progress = examples::seq2seq_progress("held-out exact match");
 
   const sg::study::TranslationResult r = sg::study::train_translation(*model, c, d, progress, &examples::g_stop);
-  const std::vector<sg::study::DecodingRow> rows = sg::study::evaluate_decodings(*model, c, d);
+  const std::vector<sg::study::DecodingRow> rows = sg::study::evaluate_decodings(*model, c, d, &examples::g_stop);
   const double train_exact =
       sg::study::exact_match(sg::study::translate(*model, d, d.train_batch, sg::study::Search::greedy,
                                                   sg::nn::DecodingMode::cached),

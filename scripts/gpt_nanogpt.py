@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Moves a GPT between smallgrad and nanoGPT (Debian's python3-torch).
 
-    # a train_gpt checkpoint -> nanoGPT's out_dir/ckpt.pt (and meta.pkl for a character model)
-    scripts/gpt_nanogpt.py to-nanogpt out/gpt/ckpt.safetensors OUT_DIR --model-py nanoGPT/model.py
-    # nanoGPT's ckpt.pt (+ its dataset's meta.pkl) -> a checkpoint sample_gpt reads
-    scripts/gpt_nanogpt.py from-nanogpt OUT_DIR/ckpt.pt data/x/meta.pkl out/from-nanogpt/ckpt.safetensors
+    # a train_gpt model -> nanoGPT's out_dir/ckpt.pt (and meta.pkl for a character model)
+    scripts/gpt_nanogpt.py to-nanogpt out/gpt/model.safetensors OUT_DIR --model-py nanoGPT/model.py
+    # nanoGPT's ckpt.pt (+ its dataset's meta.pkl) -> a model file sample_gpt reads
+    scripts/gpt_nanogpt.py from-nanogpt OUT_DIR/ckpt.pt data/x/meta.pkl out/from-nanogpt/model.safetensors
 
 The parameters carry nanoGPT's names and layouts already (nn/gpt.hpp), so
-nothing is renamed or transposed. to-nanogpt builds nanoGPT's GPT from
+nothing is renamed or transposed: model.safetensors holds the weights
+alone, and its tensors are a state_dict nanoGPT's GPT loads as they are
+(an older smallgrad's ckpt.safetensors, with "optimizer.*" beside them,
+is read too). to-nanogpt builds nanoGPT's GPT from
 --model-py and loads the weights with strict=True before writing them: a
 nanoGPT running on a PyTorch without scaled_dot_product_attention (before
 2.0) keeps a causal mask buffer per block (attn.bias), which is added from

@@ -129,7 +129,8 @@ int64_t steps_of(const PronunciationConfig& c, const PronunciationData& d) {
 }  // namespace
 
 std::vector<text::Tokens> pronounce(const nn::EncoderDecoder& model, const PronunciationConfig& c,
-                                    const PronunciationData& d, const std::vector<std::string>& words, Search search) {
+                                    const PronunciationData& d, const std::vector<std::string>& words, Search search,
+                                    const std::atomic<bool>* stop) {
   const int64_t T = steps_of(c, d);
   for (const std::string& w : words)
     if (w.empty() || static_cast<int64_t>(w.size()) >= T)
@@ -142,11 +143,13 @@ std::vector<text::Tokens> pronounce(const nn::EncoderDecoder& model, const Pronu
   constexpr size_t kChunk = 512;
   std::vector<text::Tokens> out(words.size());
   for (size_t at = 0; at < order.size(); at += kChunk) {
+    if (stop && stop->load()) sg::fail("pronounce: stopped after ", at, " of ", order.size(), " words");
     std::vector<text::Tokens> src, tgt;
     for (size_t i = at; i < std::min(order.size(), at + kChunk); ++i)
       src.push_back(letters_of(words[order[i]])), tgt.push_back({});
     const text::Seq2SeqBatch b = text::trim_padding(text::build_batch(src, tgt, *d.letters, *d.phones, T));
-    const std::vector<text::Tokens> preds = translate(model, *d.phones, b, search, nn::DecodingMode::cached, c.beam, T);
+    const std::vector<text::Tokens> preds =
+        translate(model, *d.phones, b, search, nn::DecodingMode::cached, c.beam, T, stop);
     for (size_t i = at; i < std::min(order.size(), at + kChunk); ++i) out[order[i]] = preds[i - at];
   }
   return out;
@@ -196,17 +199,17 @@ TranslationResult train_pronunciation(nn::EncoderDecoder& model, const Pronuncia
   const size_t n = std::min(static_cast<size_t>(c.eval_words), d.dev_words.size());
   std::vector<std::string> dev;
   for (size_t i = 0; i < n; ++i) dev.push_back(d.dev_words[i * d.dev_words.size() / n]);
-  const auto dev_exact = [&] { return 1 - score_words(d, dev, pronounce(model, c, d, dev, Search::greedy)).wer; };
+  const auto dev_exact = [&] { return 1 - score_words(d, dev, pronounce(model, c, d, dev, Search::greedy, stop)).wer; };
   return train_seq2seq(model, s, d.train_batch, d.phones->pad(), dev_exact, true, progress, stop);
 }
 
 std::vector<PronunciationRow> evaluate_pronunciation(const nn::EncoderDecoder& model, const PronunciationConfig& c,
-                                                     const PronunciationData& d) {
+                                                     const PronunciationData& d, const std::atomic<bool>* stop) {
   std::vector<PronunciationRow> rows;
   for (Search s : {Search::greedy, Search::beam}) {
     PronunciationRow row{s, {}, {}, 0};
     const auto start = std::chrono::steady_clock::now();
-    row.preds = pronounce(model, c, d, d.test_words, s);
+    row.preds = pronounce(model, c, d, d.test_words, s, stop);
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     row.scores = score_words(d, d.test_words, row.preds);
     rows.push_back(std::move(row));

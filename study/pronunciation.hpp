@@ -60,9 +60,10 @@ text::Tokens letters_of(const std::string& word);
 
 // The pronunciations of `words` (each of at most num_steps - 1 letters; a
 // letter outside the vocabulary reads as <unk>), decoded greedily or by
-// beam search, batched by length.
+// beam search, batched by length. A set `stop` ends it between batches (throws).
 std::vector<text::Tokens> pronounce(const nn::EncoderDecoder& model, const PronunciationConfig& c,
-                                    const PronunciationData& d, const std::vector<std::string>& words, Search search);
+                                    const PronunciationData& d, const std::vector<std::string>& words, Search search,
+                                    const std::atomic<bool>* stop = nullptr);
 
 struct PronunciationScores {
   int64_t words = 0;
@@ -91,9 +92,10 @@ struct PronunciationRow {
   PronunciationScores scores;
   double seconds = 0;
 };
-// Greedy and beam search on the test words.
+// Greedy and beam search on the test words; `stop` as pronounce's.
 std::vector<PronunciationRow> evaluate_pronunciation(const nn::EncoderDecoder& model, const PronunciationConfig& c,
-                                                     const PronunciationData& d);
+                                                     const PronunciationData& d,
+                                                     const std::atomic<bool>* stop = nullptr);
 
 // ---- what the program writes ----
 

@@ -25,7 +25,7 @@ std::string run_title(const Config& c) {
 const std::vector<std::string>& run_file_names() {
   static const std::vector<std::string> names = {
       "settings.md",   "results.md",   "curve.csv",     "curve.svg",    "attention.svg",
-      "attention.json", "positions.md", "positions.svg", "checkpoint.safetensors", "report.html"};
+      "attention.json", "positions.md", "positions.svg", "model.safetensors", "report.html"};
   return names;
 }
 
@@ -80,7 +80,7 @@ std::string run_summary(const Config& c, const Result& r, const std::string& dir
     << (r.steps_to_95 < 0 ? std::string("never") : std::to_string(r.steps_to_95)) << ", "
     << fmt("%.1f", r.seconds) << " s\nwrote " << dir
     << "/{settings.md,results.md,curve.csv,curve.svg,attention.svg,attention.json,positions.md,"
-       "positions.svg (not for none),checkpoint.safetensors}\nreport: "
+       "positions.svg (not for none),model.safetensors}\nreport: "
     << report << "  (open it in a browser: " << file_url(report) << ")\n";
   return o.str();
 }

@@ -118,9 +118,10 @@ std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const Trans
 // The same with the target vocabulary given (any study's data), each
 // output at most max_len tokens with <eos> (0: as many as b's labels have
 // steps).
+// A set `stop` ends a beam search before its next step (throws).
 std::vector<text::Tokens> translate(const nn::EncoderDecoder& model, const text::Vocab& tgt_vocab,
                                     const text::Seq2SeqBatch& b, Search search, nn::DecodingMode mode,
-                                    int64_t beam = 4, int64_t max_len = 0);
+                                    int64_t beam = 4, int64_t max_len = 0, const std::atomic<bool>* stop = nullptr);
 
 // ---- keeping a trained model (translate_numbers --save DIR, --load DIR) ----
 
@@ -195,9 +196,10 @@ struct DecodingRow {
   Scores scores;
   double seconds = 0;
 };
-// Greedy and beam search, each cached and in d2l's mode.
+// Greedy and beam search, each cached and in d2l's mode. A set `stop` ends
+// it between them (throws).
 std::vector<DecodingRow> evaluate_decodings(const nn::EncoderDecoder& model, const TranslationConfig& c,
-                                            const TranslationData& d);
+                                            const TranslationData& d, const std::atomic<bool>* stop = nullptr);
 
 // ---- what the program writes ----
 

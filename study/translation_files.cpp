@@ -248,7 +248,7 @@ void run_translations(std::vector<TranslationJob>& jobs, const TranslationData& 
       if (failed) sg::fail("stopped: another run failed");
     };
     job.r = train_translation(*models[i], job.c, d, check, stop);
-    job.rows = evaluate_decodings(*models[i], job.c, d);
+    job.rows = evaluate_decodings(*models[i], job.c, d, stop);
     models[i].reset();
     std::lock_guard<std::mutex> lock(print_mu);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,7 @@
 // translation of one sentence.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,11 +63,26 @@ void write_file(const std::string& path, const std::string& contents) {
   if (!f) sg::fail("save_translator: could not write '", path, "'");
 }
 
-std::shared_ptr<text::Vocab> read_vocab(const std::string& path) {
+std::string crc_hex(const std::string& text) {
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(checkpoint::crc32c(text.data(), text.size())));
+  return hex;
+}
+
+// `crc`: the file's CRC-32C as the weights' metadata records it, "" for a
+// folder saved before it did (read unchecked).
+std::shared_ptr<text::Vocab> read_vocab(const std::string& path, const std::string& crc) {
   std::ifstream f(path, std::ios::binary);
   if (!f) sg::fail("load_translator: cannot read '", path, "'");
+  std::stringstream whole;
+  whole << f.rdbuf();
+  const std::string text = whole.str();
+  if (!crc.empty() && crc_hex(text) != crc)
+    sg::fail("load_translator: '", path, "' fails its CRC-32C check (", crc_hex(text), ", recorded ", crc,
+             "): the file is damaged");
+  std::istringstream lines(text);
   text::Tokens tokens;
-  for (std::string line; std::getline(f, line);) tokens.push_back(line);
+  for (std::string line; std::getline(lines, line);) tokens.push_back(line);
   try {
     auto v = std::make_shared<text::Vocab>(text::Vocab::from_tokens(tokens));
     v->pad(), v->bos(), v->eos();  // each throws when missing
@@ -96,9 +112,15 @@ void save_translator(const nn::EncoderDecoder& model, const TranslationConfig& c
     sg::fail("save_translator: the model's vocabularies (", model.encoder->options.vocab_size, ", ",
              model.decoder->options.vocab_size, ") are not the given ones (", src_vocab.size(), ", ", tgt_vocab.size(),
              ")");
-  checkpoint::save(path_for(kTranslatorFiles[0]), model, nullptr, translator_metadata(c));
-  write_file(path_for(kTranslatorFiles[1]), vocab_text(src_vocab));
-  write_file(path_for(kTranslatorFiles[2]), vocab_text(tgt_vocab));
+  // The vocabularies are text files: their CRC-32C rides in the weights'
+  // metadata, which the weights file's own checksum covers.
+  const std::string src_text = vocab_text(src_vocab), tgt_text = vocab_text(tgt_vocab);
+  checkpoint::Metadata m = translator_metadata(c);
+  m[std::string(kTranslatorFiles[1]) + ".crc32c"] = crc_hex(src_text);
+  m[std::string(kTranslatorFiles[2]) + ".crc32c"] = crc_hex(tgt_text);
+  checkpoint::save(path_for(kTranslatorFiles[0]), model, nullptr, m);
+  write_file(path_for(kTranslatorFiles[1]), src_text);
+  write_file(path_for(kTranslatorFiles[2]), tgt_text);
 }
 
 Translator load_translator(const std::string& dir) {
@@ -151,8 +173,12 @@ Translator load_translator(const std::string& dir) {
   } catch (const sg::Error& e) {
     sg::fail("load_translator: '", weights, "': ", e.what());
   }
-  t.src_vocab = read_vocab(dir + "/" + kTranslatorFiles[1]);
-  t.tgt_vocab = read_vocab(dir + "/" + kTranslatorFiles[2]);
+  auto recorded = [&](const char* file) {
+    const auto it = m.find(std::string(file) + ".crc32c");
+    return it == m.end() ? std::string() : it->second;
+  };
+  t.src_vocab = read_vocab(dir + "/" + kTranslatorFiles[1], recorded(kTranslatorFiles[1]));
+  t.tgt_vocab = read_vocab(dir + "/" + kTranslatorFiles[2], recorded(kTranslatorFiles[2]));
   t.model = make_translator(c, t.src_vocab->size(), t.tgt_vocab->size());
   checkpoint::load(weights, *t.model);  // every name, shape and value checked before anything is copied
   t.model->eval();

@@ -56,7 +56,7 @@ no_leftovers() {
 good="$work/good"
 "$bin/train_encoder" --steps 20 --eval-every 10 --out "$good" > "$work/good.log" 2>&1 ||
   { echo "FAIL: cannot train the checkpoint the damaged ones are made from:"; cat "$work/good.log"; exit 1; }
-ck="$good/shift_sinusoidal_seed0/checkpoint.safetensors"
+ck="$good/shift_sinusoidal_seed0/model.safetensors"
 
 # safetensors: 8-byte little-endian header length, JSON header, data.
 header_len() { od -An -t u8 -N 8 "$1" | tr -d ' '; }
@@ -71,6 +71,13 @@ with_header() {
   n=$(header_len "$1")
   { u64le "${#3}"; printf '%s' "$3"; tail -c +$((9 + n)) "$1"; } > "$2"
 }
+# The good checkpoint without its checksums (as a writer without them,
+# PyTorch's, would leave it), so that the edits below reach the checks
+# behind them; with the checksums, any edit is refused as damaged first.
+checked=$ck
+ck="$work/good-unchecked.safetensors"
+with_header "$checked" "$ck" "$(header "$checked" | sed -E 's/,"checksum":"crc32c","checksum\.crc32c":"(\\.|[^"\\])*"//')"
+header "$ck" | grep -q checksum && { echo "FAIL: the checksums were not taken out of $ck"; exit 1; }
 # edit_meta DEST SED_EXPR: the good checkpoint with its header edited.
 edit_meta() { with_header "$ck" "$1" "$(header "$ck" | sed -E "$2")"; }
 
@@ -92,6 +99,11 @@ first_offset=$(header "$ck" | grep -oE '"data_offsets":\[[0-9]+' | head -n 1 | g
 cp "$ck" "$d/nan.safetensors"
 printf '\x00\x00\xc0\x7f' |
   dd of="$d/nan.safetensors" bs=1 seek=$((8 + $(header_len "$ck") + first_offset)) conv=notrunc status=none
+# The same two damages to the file with its checksums.
+with_header "$checked" "$d/vocab_abc_checked.safetensors" "$(header "$checked" | sed -E 's/"vocab":"[0-9]+"/"vocab":"abc"/')"
+cp "$checked" "$d/nan_checked.safetensors"
+printf '\x00\x00\xc0\x7f' | dd of="$d/nan_checked.safetensors" bs=1 conv=notrunc status=none \
+  seek=$((8 + $(header_len "$checked") + $(header "$checked" | grep -oE '"data_offsets":\[[0-9]+' | head -n 1 | grep -oE '[0-9]+$')))
 head -c $(($(wc -c < "$ck") / 2)) "$ck" > "$d/truncated.safetensors"
 head -c 5 "$ck" > "$d/stub.safetensors"
 : > "$d/empty.safetensors"
@@ -171,6 +183,9 @@ expect 1 "pre_norm.*yes" $te --load "$d/pre_norm_bad.safetensors"
 expect 1 "hidden_other|shape" $te --load "$d/hidden_other.safetensors"
 expect 1 "--shift 12 must be less than --max-len 12" $te --load "$d/shift_too_far.safetensors"
 expect 1 "tensor '.*' .*nan" $te --load "$d/nan.safetensors"
+expect 1 "vocab_abc_checked.safetensors': the metadata fails its CRC-32C check" $te --load "$d/vocab_abc_checked.safetensors"
+expect 1 "nan_checked.safetensors': tensor '.*' fails its CRC-32C check" $te --load "$d/nan_checked.safetensors"
+expect 0 "" $te --load "$ck"  # no checksums: loads unchecked
 expect 1 "truncated.safetensors" $te --load "$d/truncated.safetensors"
 expect 1 "stub.safetensors" $te --load "$d/stub.safetensors"
 expect 1 "empty.safetensors" $te --load "$d/empty.safetensors"

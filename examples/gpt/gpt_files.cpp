@@ -1,6 +1,11 @@
 #include "gpt/gpt_files.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -158,6 +163,34 @@ Loaded load_for_sampling(const std::string& path) {
   l.metadata = sg::checkpoint::load(path, *l.model);
   l.model->eval();
   return l;
+}
+
+std::string find_model(const std::string& load, const std::string& flag) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(load)) {
+    if (!fs::exists(load)) sg::fail(flag, " '", load, "': no such file or folder (run train_gpt first)");
+    return load;
+  }
+  for (const char* name : {kModelFile, kOldCheckpoint})
+    if (fs::exists(load + "/" + name)) return load + "/" + name;
+  sg::fail(flag, " '", load, "': no model in this folder (no ", kModelFile, "; run train_gpt first)");
+}
+
+void save_run(const std::string& dir, const sg::nn::Module& model, const sg::checkpoint::Metadata& model_metadata,
+              const sg::optim::Optimizer& optimizer, const sg::Generator& generator,
+              const sg::checkpoint::Metadata& state_metadata) {
+  const std::string suffix = ".staged-" + std::to_string(::getpid());
+  struct Staged {
+    std::string tmp, path;
+    ~Staged() { std::remove(tmp.c_str()); }  // nothing once renamed
+  };
+  Staged state{dir + "/." + kStateFile + suffix, dir + "/" + kStateFile},
+      weights{dir + "/." + kModelFile + suffix, dir + "/" + kModelFile};
+  sg::checkpoint::save_training_state(state.tmp, optimizer, &generator, state_metadata);
+  sg::checkpoint::save(weights.tmp, model, nullptr, model_metadata);
+  for (const Staged* f : {&state, &weights})
+    if (std::rename(f->tmp.c_str(), f->path.c_str()) != 0)
+      sg::fail("cannot move '", f->tmp, "' to '", f->path, "': ", std::strerror(errno));
 }
 
 }  // namespace examples::gpt

@@ -1,22 +1,31 @@
 #pragma once
 // What train_gpt and sample_gpt share (examples/gpt/, the library
-// examples_gpt): the corpus, the settings a checkpoint carries, and
-// loading a checkpoint back into a model and its tokenizer.
+// examples_gpt): the corpus, the settings a model file carries, and
+// loading a model back with its tokenizer.
 //
-// A checkpoint (ckpt.safetensors, sg::checkpoint) holds the model under
-// nanoGPT's names, the AdamW state, the data generator, and metadata:
-//   gpt.settings    JSON: the model's options and the training settings
-//   gpt.tokenizer   JSON: the tokenizer (text/tokenizer.hpp)
-//   gpt.corpus      the corpus's size in bytes and its FNV-1a hash, hex
-//   gpt.iter        iterations done
-//   gpt.history     JSON: every evaluation so far (losses, times, samples)
+// A run's files in its --out (docs/gpt.md):
+//   model.safetensors        the weights alone, under nanoGPT's names (any
+//                            safetensors reader loads it; nanoGPT's GPT with
+//                            strict=True), and metadata:
+//     gpt.settings           JSON: the model's options and the training settings
+//     gpt.tokenizer          JSON: the tokenizer (text/tokenizer.hpp)
+//     gpt.corpus             the corpus's size in bytes and its FNV-1a hash, hex
+//     gpt.iter               iterations done
+//   train_state.safetensors  what --resume needs beside the weights: AdamW's
+//                            state, the data generator (sg::checkpoint's
+//                            training state), gpt.iter, gpt.corpus and
+//     gpt.history            JSON: every evaluation so far (losses, times, samples)
+// An older smallgrad wrote one ckpt.safetensors holding both (the AdamW
+// state as "optimizer.*" tensors); sample_gpt and --resume still read it.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "checkpoint/safetensors.hpp"
+#include "core/random.hpp"
 #include "nn/gpt.hpp"
+#include "optim/optim.hpp"
 #include "text/tokenizer.hpp"
 
 namespace examples::gpt {
@@ -70,5 +79,22 @@ struct Loaded {
   sg::checkpoint::Metadata metadata;
 };
 Loaded load_for_sampling(const std::string& path);
+
+inline const char* kModelFile = "model.safetensors";
+inline const char* kStateFile = "train_state.safetensors";
+inline const char* kOldCheckpoint = "ckpt.safetensors";  // an older smallgrad's single file
+
+// The model file `load` names: a file as it is, or a folder's
+// model.safetensors (its ckpt.safetensors when only an older smallgrad's is
+// there). Throws naming `flag` when there is none.
+std::string find_model(const std::string& load, const std::string& flag);
+
+// Writes a run's model.safetensors and train_state.safetensors into dir:
+// both are written in full under temporary names first, then renamed one
+// right after the other, so a stop between evaluations never leaves them
+// apart (a kill between the two renames does, and --resume then says so).
+void save_run(const std::string& dir, const sg::nn::Module& model, const sg::checkpoint::Metadata& model_metadata,
+              const sg::optim::Optimizer& optimizer, const sg::Generator& generator,
+              const sg::checkpoint::Metadata& state_metadata);
 
 }  // namespace examples::gpt

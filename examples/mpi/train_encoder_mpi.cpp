@@ -11,7 +11,7 @@
 // before every rank steps the same optimizer. So the run follows the
 // one-process run with the same global batch (`--threads 1` without mpirun,
 // or train_encoder), up to floating-point rounding. Rank 0 alone prints and
-// writes <out>/curve.csv and <out>/checkpoint.safetensors.
+// writes <out>/curve.csv and <out>/model.safetensors.
 //
 // Built only with MPI (CMake option SMALLGRAD_MPI, Debian's libopenmpi-dev).
 // An error on any rank ends every rank (MPI_Abort) with status 1 (2 for
@@ -57,7 +57,7 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
   if (rank == 0) {
     out = std::make_unique<examples::Outputs>(out_dir, "--out");
     out->expect("curve.csv");
-    out->expect("checkpoint.safetensors");
+    out->expect("model.safetensors");
   }
   sg::manual_seed(c.seed);  // the same initial parameters on every rank
   sg::study::Model model(c);
@@ -96,9 +96,9 @@ int train_distributed(Config c, int threads, bool float64, const std::string& ou
   const sg::study::Result r = sg::study::train(model, c, progress, &examples::g_stop, step);
   if (rank == 0) {
     out->write("curve.csv", curve_csv(r));
-    sg::checkpoint::save(out->stage("checkpoint.safetensors"), model);
+    sg::checkpoint::save(out->stage("model.safetensors"), model);
     out->commit();
-    std::printf("accuracy on training lengths %.3f, on longer lengths %.3f, %.1f s\nwrote %s/{curve.csv,checkpoint.safetensors}\n",
+    std::printf("accuracy on training lengths %.3f, on longer lengths %.3f, %.1f s\nwrote %s/{curve.csv,model.safetensors}\n",
                 r.acc_train_lengths, r.acc_longer, r.seconds, out->dir().c_str());
   }
   return 0;
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   flags.flag("--float64", float64,
              "train in float64: runs on any number of ranks then agree to many digits (in float32 "
              "the rounding of the sums' order grows over the steps)");
-  flags.folder("--out", out, "rank 0 writes <out>/curve.csv and <out>/checkpoint.safetensors");
+  flags.folder("--out", out, "rank 0 writes <out>/curve.csv and <out>/model.safetensors");
   const int status = examples::run(flags, argc, argv, [&]() -> int {
     c.seed = static_cast<uint64_t>(seed);
     c.positional = sg::nn::parse_positional(positional);

@@ -447,3 +447,37 @@ TEST_CASE("a checkpoint written here reads in Python with identical values", "[c
     CHECK(identical(f.tensors.at(name), t));
   }
 }
+
+TEST_CASE("a file without checksums loads unchecked, one with half of them is refused", "[checkpoint][checksum]") {
+  TempDir dir;
+  // PyTorch's writer, through tests/fixtures/make_checkpoint_fixture.py: no checksums.
+  const checkpoint::SafetensorsFile torch =
+      checkpoint::load_safetensors(std::string(SMALLGRAD_FIXTURES) + "/torch_checkpoint.safetensors");
+  CHECK_FALSE(torch.checksummed);
+  CHECK(torch.metadata.at("format") == "pt");
+
+  const std::string w = R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  const std::string one = std::string("\0\0\x80\x3f", 4);  // 1.0f
+  auto file = [&](const std::string& meta) {
+    return safetensors_bytes("{" + (meta.empty() ? "" : R"("__metadata__":{)" + meta + "},") + w + "}", one);
+  };
+  CHECK_FALSE(checkpoint::parse_safetensors(file(""), "plain").checksummed);
+  CHECK_FALSE(checkpoint::parse_safetensors(file(R"("k":"v")"), "plain").checksummed);
+  const std::string sums = R"("checksum.crc32c":"{\"w\":\")" +
+                           [&] {
+                             char h[9];
+                             std::snprintf(h, sizeof h, "%08x", checkpoint::crc32c(one.data(), 4));
+                             return std::string(h);
+                           }() +
+                           R"(\",\"__metadata__\":\"00000000\"}")";
+  CHECK(checkpoint::parse_safetensors(file(R"("checksum":"crc32c",)" + sums), "both").checksummed);
+  REQUIRE_THROWS_WITH(checkpoint::parse_safetensors(file(sums), "half"),
+                      Contains("'half': the checksums are damaged (metadata 'checksum.crc32c' without 'checksum')"));
+  REQUIRE_THROWS_WITH(checkpoint::parse_safetensors(file(R"("checksum":"crc32c")"), "half"),
+                      Contains("the checksums are damaged (metadata 'checksum' without 'checksum.crc32c')"));
+  REQUIRE_THROWS_WITH(checkpoint::save_safetensors(dir.file("reserved.safetensors"), nn::NamedTensors{}, {{"checksum", "x"}}),
+                      Contains("metadata key 'checksum' is reserved for the file's checksums"));
+  REQUIRE_THROWS_WITH(
+      checkpoint::save_safetensors(dir.file("reserved.safetensors"), nn::NamedTensors{}, {{"checksum.sha", "x"}}),
+      Contains("metadata key 'checksum.sha' is reserved"));
+}

@@ -329,10 +329,19 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
   const std::string path = dir.file("edited.safetensors");
   Run saved(1);
   checkpoint::save(path, saved.model, &saved.opt, {{"epoch", "1"}}, &saved.gen);
-  const std::string bytes = read_bytes(path);
+  const std::string checksummed = read_bytes(path);
   uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes.data(), 8);
+  std::memcpy(&header_size, checksummed.data(), 8);
+  // The checks behind the checksums, on the file as a writer without
+  // checksums (PyTorch's) would leave it: the two checksum entries, last in
+  // the metadata, blanked out with spaces (whitespace between JSON tokens).
+  std::string bytes = checksummed;
+  const size_t from = bytes.find(R"(,"checksum":"crc32c")"), to = bytes.find(R"(}"})", from);
+  REQUIRE((from < 8 + header_size && to < 8 + header_size));
+  bytes.replace(from, to + 2 - from, std::string(to + 2 - from, ' '));
   const std::string header = bytes.substr(8, header_size);
+  write_bytes(path, bytes);
+  REQUIRE_FALSE(checkpoint::load_safetensors(path).checksummed);
 
   // Each edit replaces one piece of the JSON by another of the same length,
   // so the file stays valid JSON with the same header length.
@@ -371,6 +380,21 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
     INFO("message: " << message);
     CHECK(message.find(path) != std::string::npos);
     for (const std::string& fragment : e.expect) CHECK(message.find(fragment) != std::string::npos);
+    CHECK(run.unchanged());
+
+    // With the checksums in place, the same edit is refused too: by the
+    // format's checks, which come first, or by the checksums.
+    std::string edited = checksummed;
+    edited.replace(8 + checksummed.substr(8, header_size).find(e.from), e.from.size(), e.to);
+    write_bytes(path, edited);
+    message.clear();
+    try {
+      checkpoint::load(path, run.model, &run.opt, &run.gen);
+    } catch (const Error& err) {
+      message = err.what();
+    }
+    INFO("with checksums: " << message);
+    CHECK(message.find(path) != std::string::npos);
     CHECK(run.unchanged());
   }
 }
@@ -450,4 +474,68 @@ TEST_CASE("parse_safetensors reads from memory exactly what load_safetensors rea
   }
   REQUIRE_THROWS_WITH(checkpoint::parse_safetensors(bytes.substr(0, bytes.size() - 1), "in memory"),
                       Contains("parse_safetensors: 'in memory': tensor '") && Contains("(is the file truncated?)"));
+}
+
+TEST_CASE("crc32c gives the published check values", "[checkpoint][checksum]") {
+  // RFC 3720's check value and its test patterns (B.4): 32 zero bytes, 32 0xff bytes.
+  CHECK(checkpoint::crc32c("123456789", 9) == 0xe3069283u);
+  CHECK(checkpoint::crc32c(std::string(32, '\0').data(), 32) == 0x8a9136aau);
+  CHECK(checkpoint::crc32c(std::string(32, '\xff').data(), 32) == 0x62a8ab43u);
+  CHECK(checkpoint::crc32c("", 0) == 0u);
+  // In pieces, continuing from the CRC so far, at every split point.
+  const std::string text = "smallgrad checks every tensor it loads, byte for byte.";
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    INFO("split at " << cut);
+    CHECK(checkpoint::crc32c(text.data() + cut, text.size() - cut, checkpoint::crc32c(text.data(), cut)) ==
+          checkpoint::crc32c(text.data(), text.size()));
+  }
+}
+
+TEST_CASE("one flipped bit anywhere in a saved file is refused, naming the tensor and the file",
+          "[checkpoint][safety][checksum]") {
+  TempDir dir;
+  const std::string saved_path = dir.file("saved.safetensors"), path = dir.file("flipped.safetensors");
+  Run saved(1);
+  checkpoint::save(saved_path, saved.model, &saved.opt, {{"epoch", "1"}, {"note", "the metadata is covered too"}},
+                   &saved.gen);
+  const std::string bytes = read_bytes(saved_path);
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  const checkpoint::SafetensorsFile intact = checkpoint::parse_safetensors(bytes, "intact");
+  CHECK(intact.checksummed);
+  CHECK(intact.metadata.count("checksum") == 0);  // the writer's metadata, without the checksums
+  CHECK(intact.metadata.at("epoch") == "1");
+
+  // Every bit of the file, header and data: each flip must be refused.
+  int loaded = 0;
+  for (size_t at = 0; at < bytes.size(); ++at)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = bytes;
+      bad[at] = static_cast<char>(bad[at] ^ (1 << bit));
+      try {
+        checkpoint::parse_safetensors(bad, "flipped");
+        if (++loaded <= 3) FAIL_CHECK("byte " << at << " bit " << bit << " flipped: loaded without an error");
+      } catch (const Error&) {
+      }
+    }
+  CHECK(loaded == 0);
+
+  // A flip in a tensor's data names that tensor and the file, through
+  // load_safetensors and checkpoint::load alike, and changes nothing.
+  Run run(2);
+  for (const auto& [name, t] : intact.tensors) {
+    if (t.nbytes() == 0) continue;
+    const std::string blob(static_cast<const char*>(t.raw_data()), t.nbytes());
+    const size_t pos = bytes.find(blob, 8 + header_size);
+    REQUIRE(pos != std::string::npos);
+    if (bytes.find(blob, pos + 1) != std::string::npos) continue;  // the same bytes twice (step counts): not located
+    std::string bad = bytes;
+    bad[pos + t.nbytes() / 2] ^= 0x10;
+    write_bytes(path, bad);
+    INFO(name);
+    REQUIRE_THROWS_WITH(checkpoint::load(path, run.model, &run.opt, &run.gen),
+                        Contains("'" + path + "': tensor '" + name + "' fails its CRC-32C check") &&
+                            Contains("the file is damaged"));
+    CHECK(run.unchanged());
+  }
 }

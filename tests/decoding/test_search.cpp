@@ -1,10 +1,11 @@
 // decoding/search.cpp: greedy search against a search that runs the whole
 // prefix through the teacher-forced forward at every step, beam width 1
 // against greedy, beam search against an exhaustive search over every
-// output, batched against one source at a time, and bad options.
+// output, batched against one source at a time, a stop flag, and bad options.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -160,6 +161,19 @@ TEST_CASE("Searches batched over sources equal one source at a time", "[decoding
     REQUIRE(std::abs(k.score - beam[static_cast<size_t>(b)].score) <= 1e-5);
     REQUIRE(static_cast<int64_t>(k.tokens.size()) <= 6);
   }
+}
+
+TEST_CASE("Beam search ends before its next step once its stop flag is set", "[decoding]") {
+  auto model = tiny_model(Positional::rotary, 40, false, 6, sg::float32);
+  std::atomic<bool> stop{false};
+  SearchOptions o = options(6, 3);
+  o.stop = &stop;
+  const std::vector<Hypothesis> unstopped = sg::decoding::beam_search(*model, kSource, kSourceLens, o);
+  const std::vector<Hypothesis> plain = sg::decoding::beam_search(*model, kSource, kSourceLens, options(6, 3));
+  for (size_t b = 0; b < plain.size(); ++b) REQUIRE(unstopped[b].tokens == plain[b].tokens);
+  stop = true;
+  REQUIRE_THROWS_WITH(sg::decoding::beam_search(*model, kSource, kSourceLens, o),
+                      Contains("beam_search: stopped before step 0 of at most 6"));
 }
 
 TEST_CASE("Searches refuse bad options with one clear message", "[decoding][errors]") {

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "checkpoint/checkpoint.hpp"
 #include "study/translation.hpp"
 #include "text/bleu.hpp"
 
@@ -182,6 +183,19 @@ TEST_CASE("a damaged or mismatched translator folder is refused, naming the file
     const std::string f = fresh(dir);
     std::string vocab;
     for (const std::string& tok : d.tgt_vocab->idx_to_token()) vocab += tok + "\n";
+    // The vocabularies' checksums (in the weights' metadata) refuse any change.
+    write(f + "/target_vocab.txt", vocab + "extra\n");
+    CHECK_THROWS_WITH(sg::study::load_translator(f),
+                      Contains(f + "/target_vocab.txt' fails its CRC-32C check") && Contains("the file is damaged"));
+  }
+  {
+    // A folder saved before the vocabularies had checksums: the checks behind them.
+    test_util::TempDir dir;
+    const std::string f = fresh(dir);
+    sg::checkpoint::save(f + "/model.safetensors", *model, nullptr, sg::study::translator_metadata(c));
+    std::string vocab;
+    for (const std::string& tok : d.tgt_vocab->idx_to_token()) vocab += tok + "\n";
+    REQUIRE_NOTHROW(sg::study::load_translator(f));
     write(f + "/target_vocab.txt", vocab + "extra\n");  // one token more than the weights
     CHECK_THROWS_WITH(sg::study::load_translator(f), Contains("model.safetensors") && Contains("has shape"));
     write(f + "/target_vocab.txt", vocab + "<eos>\n");
