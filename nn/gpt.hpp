@@ -20,7 +20,9 @@
 //   lm_head.weight                         (vocab_size, n_embd), the wte tensor itself when tied
 // (every ".bias" only with bias = true). nanoGPT under a PyTorch without
 // scaled_dot_product_attention (before 2.0) also keeps each block's causal
-// mask as a buffer "attn.bias"; scripts/gpt_to_nanogpt.py adds those.
+// mask as a buffer "attn.bias"; scripts/gpt_nanogpt.py, which moves a model
+// between the two (to-nanogpt writes nanoGPT's ckpt.pt, from-nanogpt reads
+// one), adds those when it writes.
 //
 // Initialisation is GPT-2's: every Linear and Embedding weight N(0, 0.02^2),
 // biases zero, the two residual projections (attn.c_proj, mlp.c_proj)
