@@ -371,12 +371,16 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
     std::string bad = bytes;
     bad.replace(8 + at, e.from.size(), e.to);
     write_bytes(path, bad);
-    std::string message;
-    try {
-      checkpoint::load(path, run.model, &run.opt, &run.gen);
-    } catch (const Error& err) {
-      message = err.what();
-    }
+    // The message of the load's refusal ("" if it loaded).
+    auto refusal = [&] {
+      try {
+        checkpoint::load(path, run.model, &run.opt, &run.gen);
+      } catch (const Error& err) {
+        return std::string(err.what());
+      }
+      return std::string();
+    };
+    std::string message = refusal();
     INFO("message: " << message);
     CHECK(message.find(path) != std::string::npos);
     for (const std::string& fragment : e.expect) CHECK(message.find(fragment) != std::string::npos);
@@ -387,12 +391,7 @@ TEST_CASE("plausible but wrong header values are refused with a message naming w
     std::string edited = checksummed;
     edited.replace(8 + checksummed.substr(8, header_size).find(e.from), e.from.size(), e.to);
     write_bytes(path, edited);
-    message.clear();
-    try {
-      checkpoint::load(path, run.model, &run.opt, &run.gen);
-    } catch (const Error& err) {
-      message = err.what();
-    }
+    message = refusal();
     INFO("with checksums: " << message);
     CHECK(message.find(path) != std::string::npos);
     CHECK(run.unchanged());
